@@ -1,0 +1,5 @@
+"""voicehub.architectures."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

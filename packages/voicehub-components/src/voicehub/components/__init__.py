@@ -1,0 +1,5 @@
+"""voicehub.components."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,69 @@
+"""Lazy imports: optional packages and ``"module:attribute"`` references.
+
+Heavy packages (torch, h5py, model code) are imported only when first used, so that
+``import voicehub`` and registry listings stay fast. These helpers also turn a missing
+optional package into an :class:`~voicehub.core.errors.OptionalDependencyError` that names
+the install command.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+from voicehub.core.errors import OptionalDependencyError, VoiceHubError
+
+
+def import_optional(module: str, *, purpose: str, install_hint: str | None = None) -> ModuleType:
+    """Import ``module`` or explain how to install it.
+
+    Args:
+        module: import name, e.g. ``"torch"``.
+        purpose: what needs it, for the message ("Silero VAD inference").
+        install_hint: command to install it; defaults to ``pip install <module>``.
+
+    Raises:
+        OptionalDependencyError: if the import fails with ``ModuleNotFoundError``.
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        top = module.split(".")[0]
+        if err.name not in (module, top):
+            raise
+        raise OptionalDependencyError(top, purpose=purpose, install_hint=install_hint or f"pip install {top}") from err
+
+
+def parse_reference(reference: str) -> tuple[str, str]:
+    """Split ``"package.module:attribute.path"`` into its module and attribute parts.
+
+    Raises:
+        ValueError: if the reference is not in ``module:attribute`` form.
+    """
+    module, sep, attribute = reference.partition(":")
+    if not sep or not module or not attribute or " " in reference:
+        raise ValueError(f"expected a 'module:attribute' reference, got {reference!r}")
+    return module, attribute
+
+
+def resolve_reference(reference: str) -> Any:
+    """Import and return the object named by a ``"module:attribute"`` reference.
+
+    Raises:
+        VoiceHubError: naming the reference when the module or attribute is missing.
+    """
+    module_name, attribute = parse_reference(reference)
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as err:
+        raise VoiceHubError(f"cannot import {module_name!r} for reference {reference!r}: {err}") from err
+    for part in attribute.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as err:
+            raise VoiceHubError(f"reference {reference!r}: {module_name} has no attribute {attribute!r}") from err
+    return obj
+
+
+__all__ = ["import_optional", "parse_reference", "resolve_reference"]
