@@ -8,7 +8,7 @@ explicit ``migrations`` table, one version step at a time.
 
 Example::
 
-    @dataclass(frozen=True, slots=True, kw_only=True)
+    @dataclass(frozen=True, kw_only=True)
     class FrontEndConfig(Config):
         config_type: ClassVar[str] = "front-end"
         schema_version: ClassVar[int] = 2
@@ -48,7 +48,9 @@ C = TypeVar("C", bound="Config")
 class Config:
     """Base class of every VoiceHub configuration record.
 
-    Subclasses are ``@dataclass(frozen=True, slots=True, kw_only=True)`` and set the class
+    Subclasses are ``@dataclass(frozen=True, kw_only=True)`` (without ``slots=True``: a slotted
+    dataclass is a new class object, which breaks zero-argument ``super()`` in an overridden
+    :meth:`validate` on Python < 3.14) and set the class
     variables ``config_type`` (the ``type`` tag), ``schema_version`` and, once a version
     has been bumped, ``migrations``. Field values are validated against their annotations
     when the object is created; override :meth:`validate` for range checks (call

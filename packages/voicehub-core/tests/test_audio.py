@@ -1,0 +1,205 @@
+"""Audio I/O on real speech: decoding, downmix, resampling, validation and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.fft as fft
+import pytest
+
+from voicehub.core import (
+    AudioDecodeError,
+    AudioError,
+    SampleRateError,
+    VoiceHubError,
+    Waveform,
+    load_audio,
+    load_audio_batch,
+    pcm_to_float,
+    resample,
+    save_audio,
+)
+
+UTTERANCE_SAMPLES = {
+    "0870": 113600,
+    "0880": 47840,
+    "0890": 84800,
+    "0920": 96800,
+    "0930": 52640,
+}
+
+
+@pytest.mark.parametrize(("clip", "num_samples"), sorted(UTTERANCE_SAMPLES.items()))
+def test_load_audio_gives_known_duration_to_the_sample(data_dir: Path, clip: str, num_samples: int) -> None:
+    waveform = load_audio(data_dir / "librivox" / f"sense_and_sensibility_01_austen_64kb-{clip}.wav")
+    assert waveform.sample_rate == 16000
+    assert waveform.num_samples == num_samples
+    assert waveform.duration_s == pytest.approx(num_samples / 16000)
+    assert waveform.samples.dtype == np.float32
+    assert 0.01 < float(np.abs(waveform.samples).max()) <= 1.0
+
+
+def test_int16_pcm_is_scaled_by_full_scale(librivox_wav: Path) -> None:
+    raw = np.frombuffer(librivox_wav.read_bytes()[44:], dtype="<i2")
+    waveform = load_audio(raw, sample_rate=16000)
+    np.testing.assert_array_equal(waveform.samples, raw.astype(np.float32) / 32768.0)
+    np.testing.assert_array_equal(waveform.samples, load_audio(librivox_wav).samples)
+
+
+def test_headerless_raw_file_loads_as_array_with_its_rate(data_dir: Path) -> None:
+    raw = np.fromfile(data_dir / "goforward.raw", dtype="<i2")
+    waveform = load_audio((raw, 16000))
+    assert waveform.num_samples == 44580
+    assert waveform.duration_s == pytest.approx(2.78625)
+
+
+def test_pcm_to_float_scales_each_integer_type() -> None:
+    assert pcm_to_float(np.array([-32768, 16384], dtype=np.int16)).tolist() == [-1.0, 0.5]
+    assert pcm_to_float(np.array([0, 128, 255], dtype=np.uint8)).tolist() == [-1.0, 0.0, 127 / 128]
+    assert pcm_to_float(np.array([-(2**31)], dtype=np.int32)).tolist() == [-1.0]
+    with pytest.raises(AudioError, match="dtype bool"):
+        pcm_to_float(np.array([True, False]))
+
+
+def test_flac_and_ogg_round_trip_and_mp3_decodes(librivox_wav: Path, data_dir: Path, tmp_path: Path) -> None:
+    original = load_audio(librivox_wav)
+    for suffix in (".flac", ".wav"):
+        path = save_audio(tmp_path / f"copy{suffix}", original.samples, 16000)
+        again = load_audio(path)
+        assert again.num_samples == original.num_samples
+        # 16-bit PCM in both formats: the round trip is exact
+        np.testing.assert_array_equal(again.samples, original.samples)
+    ogg = load_audio(save_audio(tmp_path / "copy.ogg", original.samples, 16000))
+    assert abs(ogg.num_samples - original.num_samples) < 16000 // 100
+    mp3 = load_audio(data_dir / "silero" / "test.mp3", target_sample_rate=16000)
+    assert mp3.sample_rate == 16000
+    assert mp3.duration_s == pytest.approx(111744 / 44100, abs=1e-3)
+
+
+def test_stereo_is_downmixed_by_channel_mean(librivox_wav: Path, tmp_path: Path) -> None:
+    mono = load_audio(librivox_wav).samples
+    stereo = np.stack([mono, np.zeros_like(mono)])
+    from_array = load_audio(stereo, sample_rate=16000)
+    np.testing.assert_allclose(from_array.samples, mono / 2, atol=1e-7)
+    from_file = load_audio(save_audio(tmp_path / "stereo.wav", stereo, 16000, subtype="FLOAT"))
+    np.testing.assert_allclose(from_file.samples, mono / 2, atol=1e-7)
+
+
+def test_transposed_multichannel_array_is_refused_with_the_fix(librivox_wav: Path) -> None:
+    mono = load_audio(librivox_wav).samples
+    with pytest.raises(AudioError, match="transpose"):
+        load_audio(np.stack([mono, mono], axis=1), sample_rate=16000)
+
+
+def test_resample_round_trip_16k_8k_16k_keeps_the_passband(data_dir: Path) -> None:
+    """Below 3.4 kHz (inside the 8 kHz passband) the round trip is within 5e-4 relative RMS."""
+
+    def lowpass(x: np.ndarray, cutoff_hz: float) -> np.ndarray:
+        spectrum = fft.rfft(x)
+        spectrum[fft.rfftfreq(x.shape[0], 1 / 16000) > cutoff_hz] = 0
+        return fft.irfft(spectrum, x.shape[0])
+
+    for clip in UTTERANCE_SAMPLES:
+        x = load_audio(data_dir / "librivox" / f"sense_and_sensibility_01_austen_64kb-{clip}.wav").samples
+        down = resample(x, 16000, 8000)
+        assert down.shape[0] == x.shape[0] // 2
+        y = resample(down, 8000, 16000)
+        assert y.shape == x.shape
+        a, b = lowpass(x.astype(np.float64), 3400), lowpass(y.astype(np.float64), 3400)
+        relative_rms = np.sqrt(np.mean((a - b) ** 2) / np.mean(a**2))
+        assert relative_rms < 5e-4
+        assert np.abs(a - b).max() < 5e-3
+        # the full-band signal is kept too, apart from the speech energy above 4 kHz
+        assert 10 * np.log10(np.sum(x**2) / np.sum((x - y) ** 2)) > 10
+
+
+def test_target_sample_rate_resamples_files_and_waveforms(librivox_wav: Path) -> None:
+    at_8k = load_audio(librivox_wav, target_sample_rate=8000)
+    assert (at_8k.sample_rate, at_8k.num_samples) == (8000, 23920)
+    assert at_8k.with_sample_rate(8000) is at_8k
+
+
+def test_array_without_sample_rate_is_refused() -> None:
+    with pytest.raises(SampleRateError, match="sample_rate=<Hz>"):
+        load_audio(np.zeros(100, dtype=np.float32))
+
+
+def test_conflicting_sample_rate_is_refused(librivox_wav: Path) -> None:
+    with pytest.raises(SampleRateError, match="conflicts with the file's 16000 Hz") as info:
+        load_audio(librivox_wav, sample_rate=8000)
+    assert info.value.expected == (16000,)
+    assert info.value.actual == 8000
+    with pytest.raises(SampleRateError, match="conflicts"):
+        load_audio((np.zeros(10, dtype=np.float32), 16000), sample_rate=8000)
+
+
+@pytest.mark.parametrize("bad_rate", [0, -16000, 16000.0, True])
+def test_invalid_sample_rate_values_are_refused(bad_rate: object) -> None:
+    with pytest.raises(SampleRateError, match="positive integer"):
+        load_audio(np.zeros(10, dtype=np.float32), sample_rate=bad_rate)  # type: ignore[arg-type]
+
+
+def test_truncated_file_is_refused_naming_the_file(librivox_wav: Path, tmp_path: Path) -> None:
+    data = librivox_wav.read_bytes()
+    truncated = tmp_path / "truncated.wav"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(AudioDecodeError, match=r"truncated\.wav: file is truncated") as info:
+        load_audio(truncated)
+    assert info.value.source == str(truncated)
+    flac = save_audio(tmp_path / "whole.flac", load_audio(librivox_wav).samples, 16000)
+    cut = tmp_path / "truncated.flac"
+    cut.write_bytes(flac.read_bytes()[: flac.stat().st_size // 2])
+    with pytest.raises(AudioDecodeError, match=r"truncated\.flac"):
+        load_audio(cut)
+
+
+def test_empty_and_non_audio_and_missing_files_are_refused(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    with pytest.raises(AudioDecodeError, match=r"empty\.wav: file is empty"):
+        load_audio(empty)
+    text = tmp_path / "notes.wav"
+    text.write_text("this is not audio\n" * 20)
+    with pytest.raises(AudioDecodeError, match=r"notes\.wav: cannot decode as audio"):
+        load_audio(text)
+    with pytest.raises(AudioDecodeError, match="no such audio file"):
+        load_audio(tmp_path / "missing.flac")
+
+
+def test_nan_and_empty_arrays_are_refused() -> None:
+    samples = np.zeros(1600, dtype=np.float32)
+    samples[123] = np.nan
+    with pytest.raises(AudioError, match="non-finite sample.*index 123"):
+        load_audio(samples, sample_rate=16000)
+    with pytest.raises(AudioError, match="empty"):
+        load_audio(np.zeros(0, dtype=np.float32), sample_rate=16000)
+    assert issubclass(AudioError, VoiceHubError) and issubclass(AudioError, ValueError)
+
+
+def test_batches_keep_order_and_name_the_bad_item(librivox_wav: Path) -> None:
+    waveforms, is_batch = load_audio_batch([librivox_wav, (np.ones(8000, dtype=np.float32) * 0.1, 8000)])
+    assert is_batch
+    assert [w.num_samples for w in waveforms] == [47840, 8000]
+    single, is_batch = load_audio_batch(librivox_wav)
+    assert not is_batch and single[0].num_samples == 47840
+    with pytest.raises(AudioError, match="batch item 1"):
+        load_audio_batch([librivox_wav, np.zeros(10, dtype=np.float32)])
+    with pytest.raises(AudioError, match="empty batch"):
+        load_audio_batch([])
+
+
+def test_save_audio_leaves_no_partial_file_on_error(tmp_path: Path) -> None:
+    target = tmp_path / "out.wav"
+    with pytest.raises(AudioError, match="non-finite"):
+        save_audio(target, np.array([0.0, np.inf], dtype=np.float32), 16000)
+    with pytest.raises(AudioError, match="cannot write audio"):
+        save_audio(tmp_path / "out.unknownformat", np.zeros(10, dtype=np.float32), 16000)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_waveform_validates_its_fields() -> None:
+    with pytest.raises(AudioError, match="float32"):
+        Waveform(samples=np.zeros(4), sample_rate=16000)  # type: ignore[arg-type]
+    with pytest.raises(AudioError, match=r"\(num_samples,\)"):
+        Waveform(samples=np.zeros((2, 4), dtype=np.float32), sample_rate=16000)
