@@ -170,7 +170,7 @@ def test_empty_and_non_audio_and_missing_files_are_refused(tmp_path: Path) -> No
 def test_nan_and_empty_arrays_are_refused() -> None:
     samples = np.zeros(1600, dtype=np.float32)
     samples[123] = np.nan
-    with pytest.raises(AudioError, match="non-finite sample.*index 123"):
+    with pytest.raises(AudioError, match=r"non-finite sample.*index 123"):
         load_audio(samples, sample_rate=16000)
     with pytest.raises(AudioError, match="empty"):
         load_audio(np.zeros(0, dtype=np.float32), sample_rate=16000)

@@ -170,7 +170,7 @@ def test_save_and_from_pretrained_use_config_json(tmp_path: Path) -> None:
 
 
 def test_from_pretrained_errors_name_the_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="cannot read config file .*missing"):
+    with pytest.raises(ConfigError, match=r"cannot read config file .*missing"):
         EncoderConfig.from_pretrained(tmp_path / "missing")
     bad = tmp_path / "config.json"
     bad.write_text('{"num_layers": NaN}')

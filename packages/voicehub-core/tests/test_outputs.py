@@ -114,5 +114,5 @@ def test_speaker_and_verification_outputs_validate() -> None:
 
 
 def test_check_output_names_the_producer() -> None:
-    with pytest.raises(OutputValidationError, match="MyWrapper._detect returned dict; expected VADOutput"):
+    with pytest.raises(OutputValidationError, match=r"MyWrapper\._detect returned dict; expected VADOutput"):
         check_output({}, VADOutput, producer="MyWrapper._detect")
