@@ -1,0 +1,324 @@
+"""The plan manager: validate a whole plan, then apply it in order, or roll it back.
+
+``OptimizationPassManager().apply(runtime, ("eval-mode", "int8-dynamic"), context)``:
+
+1. resolves names through a registry (names and pass instances may be mixed);
+2. refuses a plan that names a pass twice (by name or by ``pass_id@version``);
+3. snapshots every pass's declaration (id, kind, version, configuration, capabilities);
+4. validates every pass against the runtime, the context and the architecture's verified
+   facts -- nothing has changed yet, so any error here leaves the runtime untouched;
+5. applies the passes in order, checking each result and its strict-JSON metadata;
+6. if a pass fails, restores the earlier passes in reverse order and raises
+   :class:`~voicehub.optimization.errors.OptimizationApplicationError`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from voicehub.core import strict_json
+from voicehub.core.errors import StrictJSONError
+from voicehub.optimization.capabilities import OptimizationContext, OptimizationMode
+from voicehub.optimization.errors import (
+    OptimizationApplicationError,
+    OptimizationCompatibilityError,
+    OptimizationConfigurationError,
+)
+from voicehub.optimization.passes import (
+    FORBIDDEN_OUTCOMES,
+    AppliedPass,
+    OptimizationPass,
+    OptimizationResult,
+    PassResult,
+    restore_pass,
+)
+from voicehub.optimization.registry import OPTIMIZATION_PASSES, OptimizationPassRegistry
+
+PlanItem = str | OptimizationPass
+"""One plan entry: a registry name or a configured pass instance."""
+Plan = PlanItem | Sequence[PlanItem]
+"""A plan: one entry or an ordered sequence of entries."""
+
+
+def _plan_items(plan: Plan) -> tuple[PlanItem, ...]:
+    if isinstance(plan, (str, OptimizationPass)):
+        return (plan,)
+    if not isinstance(plan, Sequence):
+        raise OptimizationConfigurationError(
+            f"an optimization plan must be a pass name, a pass instance or a sequence of them; got "
+            f"{type(plan).__name__}"
+        )
+    items = tuple(plan)
+    if not items:
+        raise OptimizationConfigurationError("the optimization plan is empty; name at least one pass")
+    for item in items:
+        if not isinstance(item, (str, OptimizationPass)):
+            raise OptimizationConfigurationError(
+                f"optimization plan entries must be pass names or OptimizationPass instances; got {item!r}"
+            )
+    return items
+
+
+def infer_context(runtime: object, mode: OptimizationMode | str = OptimizationMode.INFERENCE) -> OptimizationContext:
+    """Describe a runtime: its device and floating dtype, read from its first parameter or buffer.
+
+    A runtime that is not a ``torch.nn.Module`` (or has no floating tensors) gets ``device=None``
+    and ``dtype=None``: device- and dtype-bound passes then report not-applicable. torch is not
+    imported by this function; a torch module implies torch is already loaded.
+
+    Args:
+        runtime: the object the plan will be applied to.
+        mode: the optimization mode.
+    """
+    mode = OptimizationMode.parse(mode)
+    torch: Any = sys.modules.get("torch")
+    if torch is None or not isinstance(runtime, torch.nn.Module):
+        return OptimizationContext(mode=mode, device=None, dtype=None)
+    device: str | None = None
+    dtype: str | None = None
+    tensors = [*runtime.parameters(), *runtime.buffers()]
+    for tensor in tensors:
+        if device is None:
+            device = str(tensor.device)
+        if dtype is None and tensor.is_floating_point():
+            dtype = str(tensor.dtype).removeprefix("torch.")
+    if dtype not in (None, "float32", "float16", "bfloat16"):
+        dtype = None
+    if device == "cuda":
+        device = "cuda:0"
+    return OptimizationContext(mode=mode, device=device or "cpu", dtype=dtype)
+
+
+class OptimizationPassManager:
+    """Validates and applies optimization plans transactionally.
+
+    Args:
+        registry: where pass names are looked up (default: the global registry).
+    """
+
+    def __init__(self, registry: OptimizationPassRegistry | None = None) -> None:
+        self.registry = OPTIMIZATION_PASSES if registry is None else registry
+
+    def resolve(self, plan: Plan) -> tuple[tuple[str, OptimizationPass], ...]:
+        """Turn a plan into ``(name, pass)`` pairs and refuse duplicates.
+
+        Raises:
+            OptimizationConfigurationError: for an empty or malformed plan, or a pass named twice.
+            UnknownModelError: for an unregistered name, listing the registered ones.
+        """
+        resolved: list[tuple[str, OptimizationPass]] = []
+        for item in _plan_items(plan):
+            if isinstance(item, str):
+                name = item.strip().lower()
+                instance = self.registry.create(name)
+            else:
+                type(item).validate_declaration()
+                name, instance = item.pass_id, item
+            resolved.append((name, instance))
+        seen_names: set[str] = set()
+        seen_ids: set[str] = set()
+        for name, instance in resolved:
+            if name in seen_names or instance.qualified_id in seen_ids:
+                raise OptimizationConfigurationError(
+                    f"the optimization plan names pass {name!r} ({instance.qualified_id}) more than once; "
+                    f"plan: {[n for n, _ in resolved]}"
+                )
+            seen_names.add(name)
+            seen_ids.add(instance.qualified_id)
+        return tuple(resolved)
+
+    def validate(
+        self,
+        model: object,
+        plan: Plan,
+        context: OptimizationContext | None = None,
+        *,
+        architecture: object | None = None,
+    ) -> tuple[tuple[str, OptimizationPass], ...]:
+        """Validate a complete plan without changing anything.
+
+        Returns:
+            The resolved ``(name, pass)`` pairs.
+
+        Raises:
+            OptimizationCompatibilityError: when a pass does not fit the context or architecture.
+            OptimizationProtocolError: when the runtime exposes a pass's protocol in a malformed way.
+            OptimizationConfigurationError: for a malformed plan.
+        """
+        resolved = self.resolve(plan)
+        ctx = self._context(model, context, architecture)
+        self._validate(model, resolved, ctx)
+        return resolved
+
+    def apply(
+        self,
+        model: object,
+        plan: Plan,
+        context: OptimizationContext | None = None,
+        *,
+        architecture: object | None = None,
+    ) -> OptimizationResult:
+        """Validate the whole plan, then apply it in order; all of it or none of it.
+
+        Args:
+            model: the runtime, usually a ``torch.nn.Module``.
+            plan: pass names and/or pass instances, applied in order.
+            context: the runtime description; inferred from ``model`` (inference mode) if omitted.
+            architecture: an architecture spec whose verified facts are added to the context.
+
+        Returns:
+            The result holding the optimized runtime, the manifest and ``restore()``.
+
+        Raises:
+            OptimizationCompatibilityError, OptimizationProtocolError,
+            OptimizationConfigurationError: before anything changed.
+            OptimizationApplicationError: a pass failed during application; the earlier passes
+                were rolled back (see its ``rollback_errors``).
+        """
+        return self.apply_resolved(model, self.resolve(plan), context, architecture=architecture)
+
+    def apply_resolved(
+        self,
+        model: object,
+        resolved: Sequence[tuple[str, OptimizationPass]],
+        context: OptimizationContext | None = None,
+        *,
+        architecture: object | None = None,
+    ) -> OptimizationResult:
+        """Like :meth:`apply`, for a plan already turned into ``(name, pass)`` pairs by :meth:`resolve`."""
+        ctx = self._context(model, context, architecture)
+        declarations = [instance.declaration() for _, instance in resolved]
+        self._validate(model, resolved, ctx)
+
+        applied: list[AppliedPass] = []
+        current = model
+        for (name, instance), declaration in zip(resolved, declarations, strict=True):
+            try:
+                result = instance.apply(current, ctx)
+                _check_result(instance, result)
+            except Exception as err:
+                rollback_errors = _rollback(applied, current, ctx)
+                raise OptimizationApplicationError(instance.pass_id, err, rollback_errors) from err
+            applied.append(AppliedPass(name=name, optimization_pass=instance, result=result, declaration=declaration))
+            current = result.model
+        return OptimizationResult(model=current, original_model=model, context=ctx, applied=tuple(applied))
+
+    # ---------------------------------------------------------------- internals
+    @staticmethod
+    def _context(
+        model: object, context: OptimizationContext | None, architecture: object | None
+    ) -> OptimizationContext:
+        if context is None:
+            context = infer_context(model)
+        elif not isinstance(context, OptimizationContext):
+            raise OptimizationConfigurationError(
+                f"context must be an OptimizationContext, got {type(context).__name__}"
+            )
+        return context.with_architecture(architecture)
+
+    @staticmethod
+    def _validate(model: object, resolved: Sequence[tuple[str, OptimizationPass]], ctx: OptimizationContext) -> None:
+        architecture_reasons = ctx.incompatibilities_with_architecture()
+        if architecture_reasons:
+            raise OptimizationCompatibilityError(
+                ", ".join(name for name, _ in resolved),
+                (*architecture_reasons, "move or cast the model to a verified device and dtype before optimizing"),
+            )
+        for name, instance in resolved:
+            unsafe = f"{instance.compatibility_kind}-{ctx.mode.value}-unsafe"
+            if unsafe in ctx.architecture_features:
+                raise OptimizationCompatibilityError(
+                    instance.pass_id,
+                    (f"architecture {ctx.architecture!r} declares the feature {unsafe!r}; do not request {name!r}",),
+                )
+            if instance.requires_architecture_support:
+                verified = ctx.architecture_passes or ()
+                if instance.compatibility_kind not in verified:
+                    where = repr(ctx.architecture) if ctx.architecture else "the runtime (no architecture is known)"
+                    raise OptimizationCompatibilityError(
+                        instance.pass_id,
+                        (
+                            f"the pass requires audited architecture support, and {where} does not list the kind "
+                            f"{instance.compatibility_kind!r} among its verified optimization passes {list(verified)}",
+                        ),
+                    )
+            instance.validate(model, ctx)
+
+
+def _check_result(instance: OptimizationPass, result: object) -> None:
+    if not isinstance(result, PassResult):
+        raise OptimizationConfigurationError(
+            f"{type(instance).__name__}.apply() returned {type(result).__name__}, expected a PassResult"
+        )
+    outcome = result.metadata.get("outcome")
+    if not isinstance(outcome, str) or not outcome:
+        raise OptimizationConfigurationError(
+            f"{instance.pass_id}: PassResult.metadata must contain a non-empty string 'outcome'"
+        )
+    if outcome in FORBIDDEN_OUTCOMES:
+        raise OptimizationConfigurationError(
+            f"{instance.pass_id}: outcome {outcome!r} is not allowed; report 'not-applicable' with a reason for an "
+            "unchanged runtime, or a factual outcome such as 'configured'"
+        )
+    if result.is_not_applicable and result.model is not result.state.get("model"):
+        raise OptimizationConfigurationError(f"{instance.pass_id}: a not-applicable result must keep the runtime")
+    try:
+        strict_json.loads(strict_json.dumps(dict(result.metadata)))
+    except (StrictJSONError, TypeError) as err:
+        raise OptimizationConfigurationError(
+            f"{instance.pass_id}: PassResult.metadata is not strict JSON: {err}"
+        ) from err
+
+
+def _rollback(applied: Sequence[AppliedPass], model: object, ctx: OptimizationContext) -> list[tuple[str, str]]:
+    errors: list[tuple[str, str]] = []
+    current = model
+    for entry in reversed(applied):
+        if not entry.result.is_not_applicable and not entry.optimization_pass.capabilities.reversible:
+            errors.append((entry.optimization_pass.pass_id, "the pass is irreversible"))
+            continue
+        try:
+            current = restore_pass(entry, current, ctx)
+        except Exception as err:
+            errors.append((entry.optimization_pass.pass_id, f"{type(err).__name__}: {err}"))
+    return errors
+
+
+def apply_optimization_plan(
+    model: object,
+    plan: Plan,
+    *,
+    mode: OptimizationMode | str | None = None,
+    context: OptimizationContext | None = None,
+    registry: OptimizationPassRegistry | None = None,
+    architecture: object | None = None,
+) -> OptimizationResult:
+    """Apply a plan to a bare runtime (e.g. a ``torch.nn.Module``), without a task wrapper.
+
+    Args:
+        model: the runtime.
+        plan: pass names and/or instances, applied in order.
+        mode: ``"inference"`` (default) or ``"training"``; when ``context`` is given too, they must agree.
+        context: an explicit runtime description; inferred from ``model`` when omitted.
+        registry: where names are looked up (default: the global registry).
+        architecture: an architecture spec whose verified facts join the context.
+
+    Returns:
+        The result; use ``result.model`` from now on and ``result.restore()`` to undo.
+
+    Raises:
+        OptimizationConfigurationError: if ``context.mode`` disagrees with ``mode``, or the plan
+            is malformed; plus everything :meth:`OptimizationPassManager.apply` raises.
+    """
+    if context is None:
+        context = infer_context(model, OptimizationMode.INFERENCE if mode is None else mode)
+    elif mode is not None and context.mode is not OptimizationMode.parse(mode):
+        raise OptimizationConfigurationError(
+            f"mode={mode!r} disagrees with context.mode={context.mode.value!r}; pass one of them"
+        )
+    return OptimizationPassManager(registry).apply(model, plan, context, architecture=architecture)
+
+
+__all__ = ["OptimizationPassManager", "Plan", "PlanItem", "apply_optimization_plan", "infer_context"]

@@ -1,0 +1,209 @@
+"""The plan manager on small real torch modules: validation first, ordered apply, rollback."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import pytest
+import torch
+from torch import nn
+
+from voicehub.core import strict_json
+from voicehub.core.strict_json import JSONValue
+from voicehub.optimization import (
+    OptimizationApplicationError,
+    OptimizationCapabilities,
+    OptimizationCompatibilityError,
+    OptimizationConfigurationError,
+    OptimizationContext,
+    OptimizationMode,
+    OptimizationPass,
+    OptimizationPassManager,
+    OptimizationPassRegistry,
+    OptimizationRestoreError,
+    PassResult,
+    apply_optimization_plan,
+)
+
+
+def _model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.5), nn.ReLU(), nn.Linear(16, 2)).train()
+
+
+def _snapshot(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+
+def _identical(module: nn.Module, snapshot: Mapping[str, torch.Tensor]) -> bool:
+    state = module.state_dict()
+    return list(state) == list(snapshot) and all(
+        state[k].dtype == v.dtype and torch.equal(state[k], v) for k, v in snapshot.items()
+    )
+
+
+class ScalePass(OptimizationPass):
+    """Multiplies every parameter in place (reversible by dividing back exactly: factor 2)."""
+
+    pass_id: ClassVar[str] = "test.scale"
+    pass_version: ClassVar[str] = "1"
+    capabilities: ClassVar[OptimizationCapabilities] = OptimizationCapabilities(
+        modes=(OptimizationMode.INFERENCE,), reversible=True
+    )
+
+    def manifest_configuration(self) -> Mapping[str, JSONValue]:
+        return {"factor": 2.0}
+
+    def apply(self, model: object, context: OptimizationContext) -> PassResult:
+        module: Any = model
+        with torch.no_grad():
+            for p in module.parameters():
+                p.mul_(2.0)
+        return PassResult(model=model, state={}, metadata={"outcome": "configured"})
+
+    def restore(self, model: object, state: Mapping[str, Any], context: OptimizationContext) -> object:
+        module: Any = model
+        with torch.no_grad():
+            for p in module.parameters():
+                p.div_(2.0)
+        return model
+
+
+class FailingPass(OptimizationPass):
+    pass_id: ClassVar[str] = "test.failing"
+    pass_version: ClassVar[str] = "1"
+    capabilities: ClassVar[OptimizationCapabilities] = OptimizationCapabilities(modes=(OptimizationMode.INFERENCE,))
+
+    def manifest_configuration(self) -> Mapping[str, JSONValue]:
+        return {}
+
+    def apply(self, model: object, context: OptimizationContext) -> PassResult:
+        raise RuntimeError("kernel exploded")
+
+
+class CudaOnlyPass(FailingPass):
+    pass_id: ClassVar[str] = "test.cuda-only"
+    capabilities: ClassVar[OptimizationCapabilities] = OptimizationCapabilities(
+        modes=(OptimizationMode.INFERENCE,), devices=("cuda",)
+    )
+
+
+def _registry() -> OptimizationPassRegistry:
+    registry = OptimizationPassRegistry()
+    registry.register("eval-mode", "voicehub.optimization.builtin.eval_mode:EvalModePass")
+    registry.register("scale", ScalePass)
+    registry.register("failing", FailingPass)
+    registry.register("cuda-only", CudaOnlyPass)
+    return registry
+
+
+def test_failed_pass_rolls_back_earlier_passes_bit_identically() -> None:
+    model = _model()
+    before = _snapshot(model)
+    with pytest.raises(OptimizationApplicationError, match="kernel exploded") as info:
+        OptimizationPassManager(_registry()).apply(model, ("eval-mode", "scale", "failing"))
+    assert info.value.pass_id == "test.failing" and info.value.rollback_errors == ()
+    assert _identical(model, before)
+    assert all(m.training for m in model.modules())
+
+
+def test_unsupported_hardware_fails_before_the_first_change() -> None:
+    model = _model()
+    before = _snapshot(model)
+    with pytest.raises(OptimizationCompatibilityError, match=r"device 'cpu' is not supported .*cuda"):
+        OptimizationPassManager(_registry()).apply(model, ("scale", "cuda-only"))
+    assert _identical(model, before)
+
+
+def test_plan_refuses_duplicates_and_empty_plans() -> None:
+    manager = OptimizationPassManager(_registry())
+    with pytest.raises(OptimizationConfigurationError, match="more than once"):
+        manager.apply(_model(), ("scale", "eval-mode", "SCALE"))
+    with pytest.raises(OptimizationConfigurationError, match="more than once"):
+        manager.apply(_model(), ("scale", ScalePass()))
+    with pytest.raises(OptimizationConfigurationError, match="empty"):
+        manager.apply(_model(), ())
+
+
+def test_manifest_is_deterministic_strict_json_and_restore_returns_original() -> None:
+    texts = []
+    for _ in range(2):
+        model = _model()
+        before = _snapshot(model)
+        result = OptimizationPassManager(_registry()).apply(model, ["eval-mode", "scale"])
+        texts.append(result.manifest_json())
+        assert not _identical(model, before)
+        assert result.outcomes() == {"eval-mode": "configured", "scale": "configured"}
+        assert result.restore() is model
+        assert _identical(model, before) and model.training
+        with pytest.raises(OptimizationRestoreError, match="already restored"):
+            result.restore()
+    assert texts[0] == texts[1]
+    manifest = strict_json.loads(texts[0])
+    assert [p["pass"] for p in manifest["passes"]] == ["voicehub.eval-mode", "test.scale"]
+    assert manifest["passes"][1]["configuration"] == {"factor": 2.0}
+    assert manifest["passes"][0]["metadata"] == {"outcome": "configured", "modules_switched_to_eval": 5}
+    assert manifest["context"]["dtype"] == "float32"
+
+
+def test_irreversible_plan_refuses_restore_and_rollback_reports_it() -> None:
+    class Irreversible(ScalePass):
+        pass_id: ClassVar[str] = "test.irreversible"
+        capabilities: ClassVar[OptimizationCapabilities] = OptimizationCapabilities(modes=(OptimizationMode.INFERENCE,))
+
+    model = _model()
+    with pytest.raises(OptimizationApplicationError, match="ALSO failed") as info:
+        OptimizationPassManager(_registry()).apply(model, (Irreversible(), FailingPass()))
+    assert info.value.rollback_errors == (("test.irreversible", "the pass is irreversible"),)
+    result = OptimizationPassManager(_registry()).apply(_model(), (Irreversible(),))
+    with pytest.raises(OptimizationRestoreError, match="irreversible"):
+        result.restore()
+
+
+def test_architecture_unsafe_feature_and_required_support_fail_before_mutation() -> None:
+    class Audited(ScalePass):
+        pass_id: ClassVar[str] = "test.audited"
+        requires_architecture_support: ClassVar[bool] = True
+
+    class Spec:
+        name = "tiny"
+        devices = ("cpu",)
+        dtypes = ("float32",)
+        features = ("test.scale-inference-unsafe",)
+        optimization_passes = ("eval-mode",)
+
+    model = _model()
+    before = _snapshot(model)
+    manager = OptimizationPassManager(_registry())
+    with pytest.raises(OptimizationCompatibilityError, match=r"test\.scale-inference-unsafe"):
+        manager.apply(model, ("eval-mode", "scale"), architecture=Spec())
+    with pytest.raises(OptimizationCompatibilityError, match="audited architecture support"):
+        manager.apply(model, (Audited(),), architecture=Spec())
+    with pytest.raises(OptimizationCompatibilityError, match="verified in"):
+        manager.apply(model, ("eval-mode",), OptimizationContext(dtype="bfloat16"), architecture=Spec())
+    assert _identical(model, before) and model.training
+
+
+def test_non_torch_runtime_gets_not_applicable_with_reason() -> None:
+    class CRuntime:
+        def is_speech(self, frame: bytes) -> bool:
+            return bool(frame)
+
+    runtime = CRuntime()
+    result = apply_optimization_plan(runtime, "eval-mode", registry=_registry())
+    assert result.model is runtime
+    metadata = result.manifest()["passes"][0]["metadata"]
+    assert metadata["outcome"] == "not-applicable"
+    assert "not a torch.nn.Module" in metadata["reason"]
+    assert result.manifest()["context"]["device"] is None
+    assert result.restore() is runtime
+
+
+def test_mode_and_context_must_agree() -> None:
+    with pytest.raises(OptimizationConfigurationError, match="disagrees"):
+        apply_optimization_plan(
+            _model(), "eval-mode", mode="training", context=OptimizationContext(), registry=_registry()
+        )
+    with pytest.raises(OptimizationCompatibilityError, match="mode 'training' is not supported"):
+        apply_optimization_plan(_model(), "eval-mode", mode="training", registry=_registry())
