@@ -1,0 +1,247 @@
+"""Native PyTorch graph of Silero VAD v5/v6 (upstream: github.com/snakers4/silero-vad, MIT).
+
+One branch per sample rate, each a small network that turns one 32 ms chunk (plus the tail of the
+previous chunk as context) into a speech probability:
+
+    [context (K) | chunk (C)]  -> reflect-pad right by K -> STFT as a Conv1d with a fixed basis
+    (filter C/2, hop C/4, 4 frames) -> magnitude (C/4 + 1 bins) -> 4 x (Conv1d k3 p1 + ReLU),
+    strides 1, 2, 2, 1 (4 frames -> 1) -> LSTM cell (128) -> ReLU -> 1x1 Conv1d -> sigmoid
+
+with C = 512, K = 64 at 16 kHz and C = 256, K = 32 at 8 kHz. The LSTM state and the context
+carry over from chunk to chunk.
+
+Two execution paths compute the same function:
+
+* :meth:`SileroVAD.forward` (whole file): cuts every chunk window out of the signal at once, runs
+  the STFT and the encoder batched over all chunks, and leaves only the recurrence sequential
+  (``nn.LSTM`` precomputes the input projection of all steps). Batches of files of different
+  lengths are zero-padded on the right, which is exactly what the upstream loop does to a last
+  partial chunk, so each file's probabilities are independent of its batch mates.
+* :meth:`SileroVAD.step` (streaming): one chunk per call with an explicit
+  :class:`SileroVADState` (context and LSTM state).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import cast
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from voicehub.architectures.silero_vad.config import (
+    KERNEL_SIZE,
+    SileroVADConfig,
+    branch_name,
+    chunk_num_samples,
+    context_num_samples,
+    filter_length,
+    hop_length,
+    num_frequency_bins,
+)
+from voicehub.core.errors import AudioError
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class SileroVADState:
+    """What one stream carries from chunk to chunk.
+
+    Attributes:
+        context: float (batch, context_samples), the last K samples seen (zeros at the start).
+        hidden: float (1, batch, hidden_size), LSTM hidden state.
+        cell: float (1, batch, hidden_size), LSTM cell state.
+    """
+
+    context: Tensor
+    hidden: Tensor
+    cell: Tensor
+
+
+class SileroVADBranch(nn.Module):
+    """The network for one sample rate.
+
+    Args:
+        config: the graph's sizes.
+        sample_rate: the rate in Hz this branch serves (16000 or 8000).
+    """
+
+    stft_basis: Tensor
+
+    def __init__(self, config: SileroVADConfig, sample_rate: int) -> None:
+        super().__init__()
+        self.sample_rate = sample_rate
+        self.chunk_samples = chunk_num_samples(sample_rate)
+        self.context_samples = context_num_samples(sample_rate)
+        self.hop_length = hop_length(sample_rate)
+        self.num_bins = num_frequency_bins(sample_rate)
+        # Real and imaginary DFT rows stacked: (2 * num_bins, 1, filter_length), loaded from the checkpoint.
+        self.register_buffer("stft_basis", torch.zeros(2 * self.num_bins, 1, filter_length(sample_rate)))
+        in_channels = [self.num_bins, *config.encoder_channels[:-1]]
+        self.encoder = nn.ModuleList(
+            nn.Conv1d(c_in, c_out, KERNEL_SIZE, stride=stride, padding=KERNEL_SIZE // 2)
+            for c_in, c_out, stride in zip(in_channels, config.encoder_channels, config.encoder_strides, strict=True)
+        )
+        self.lstm = nn.LSTM(config.encoder_channels[-1], config.hidden_size, batch_first=True)
+        self.head = nn.Conv1d(config.hidden_size, 1, 1)
+
+    def encode(self, windows: Tensor) -> Tensor:
+        """Encode chunk windows.
+
+        Args:
+            windows: float (num_windows, context_samples + chunk_samples).
+
+        Returns:
+            float (num_windows, encoder_channels[-1]), the LSTM input of each window.
+        """
+        padded = F.pad(windows.unsqueeze(1), (0, self.context_samples), mode="reflect")
+        spectrum = F.conv1d(padded, self.stft_basis, stride=self.hop_length)
+        real, imag = spectrum[:, : self.num_bins], spectrum[:, self.num_bins :]
+        features = torch.sqrt(real * real + imag * imag)
+        for conv in self.encoder:
+            features = F.relu(conv(features))
+        # Upstream averages the head output over the remaining frames; with strides 1, 2, 2, 1 on
+        # 4 STFT frames exactly one frame is left, so the mean is the identity.
+        return features.mean(dim=-1)
+
+    def decode(self, hidden: Tensor) -> Tensor:
+        """Speech probability from LSTM outputs.
+
+        Args:
+            hidden: float (batch, num_chunks, hidden_size).
+
+        Returns:
+            float (batch, num_chunks) in [0, 1].
+        """
+        logits = self.head(F.relu(hidden).transpose(1, 2))
+        return torch.sigmoid(logits).squeeze(1)
+
+
+class SileroVAD(nn.Module):
+    """Silero VAD with a branch per sample rate (``branches["16k"]``, ``branches["8k"]``).
+
+    Args:
+        config: sizes and the sample rates to build branches for.
+    """
+
+    def __init__(self, config: SileroVADConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or SileroVADConfig()
+        self.branches = nn.ModuleDict(
+            {branch_name(rate): SileroVADBranch(self.config, rate) for rate in self.config.sample_rates}
+        )
+
+    def branch(self, sample_rate: int) -> SileroVADBranch:
+        """The branch for ``sample_rate`` Hz.
+
+        Raises:
+            SampleRateError: if the model has no branch for that rate.
+        """
+        self.config.check_sample_rate(sample_rate)
+        return cast(SileroVADBranch, self.branches[branch_name(sample_rate)])
+
+    @staticmethod
+    def num_chunks(num_samples: int, sample_rate: int) -> int:
+        """Probabilities produced for ``num_samples`` samples: ceil(num_samples / chunk_samples)."""
+        chunk = chunk_num_samples(sample_rate)
+        return -(-int(num_samples) // chunk)
+
+    def _dtype(self) -> torch.dtype:
+        return next(self.parameters()).dtype
+
+    def forward(self, waveform: Tensor, sample_rate: int) -> Tensor:
+        """Whole-file path: speech probability of every chunk.
+
+        Args:
+            waveform: float (batch, num_samples) or (num_samples,), mono, in [-1, 1], at
+                ``sample_rate`` Hz. Shorter files in a batch are zero-padded on the right; keep
+                the first :meth:`num_chunks` probabilities of each.
+            sample_rate: 16000 or 8000 (a rate the config has a branch for).
+
+        Returns:
+            float (batch, num_chunks) or (num_chunks,) for 1-D input; chunk ``i`` covers samples
+            ``[i * C, (i + 1) * C)`` with C = 512 at 16 kHz, 256 at 8 kHz (the last chunk
+            zero-padded).
+
+        Raises:
+            SampleRateError: for a rate without a branch.
+            AudioError: for a waveform that is not 1-D/2-D or holds no samples.
+        """
+        branch = self.branch(sample_rate)
+        squeeze = waveform.dim() == 1
+        batch = self._as_batch(waveform, "waveform")
+        chunk, context = branch.chunk_samples, branch.context_samples
+        num_chunks = self.num_chunks(batch.shape[1], sample_rate)
+        padded = F.pad(batch, (context, num_chunks * chunk - batch.shape[1]))
+        windows = padded.unfold(1, context + chunk, chunk)  # (batch, num_chunks, context + chunk)
+        features = branch.encode(windows.reshape(-1, context + chunk)).view(batch.shape[0], num_chunks, -1)
+        hidden, _ = branch.lstm(features)
+        probabilities = branch.decode(hidden)
+        return probabilities.squeeze(0) if squeeze else probabilities
+
+    def initial_state(self, batch_size: int, sample_rate: int) -> SileroVADState:
+        """Zero state for ``batch_size`` streams at ``sample_rate`` Hz (the upstream ``reset_states``)."""
+        branch = self.branch(sample_rate)
+        hidden_size = branch.lstm.hidden_size
+        device, dtype = branch.stft_basis.device, self._dtype()
+        return SileroVADState(
+            context=torch.zeros(batch_size, branch.context_samples, device=device, dtype=dtype),
+            hidden=torch.zeros(1, batch_size, hidden_size, device=device, dtype=dtype),
+            cell=torch.zeros(1, batch_size, hidden_size, device=device, dtype=dtype),
+        )
+
+    def step(
+        self, chunk: Tensor, sample_rate: int, state: SileroVADState | None = None
+    ) -> tuple[Tensor, SileroVADState]:
+        """Streaming path: the speech probability of one chunk.
+
+        Args:
+            chunk: float (batch, chunk_samples) or (chunk_samples,): exactly 512 samples at 16 kHz,
+                256 at 8 kHz.
+            sample_rate: 16000 or 8000.
+            state: the state returned by the previous call; ``None`` starts a new stream.
+
+        Returns:
+            ``(probability, state)``: float (batch,) (a 0-d tensor for 1-D input) and the state
+            to pass with the next chunk.
+
+        Raises:
+            SampleRateError: for a rate without a branch.
+            AudioError: for a chunk of the wrong length or shape, or a state of another batch size.
+        """
+        branch = self.branch(sample_rate)
+        squeeze = chunk.dim() == 1
+        batch = self._as_batch(chunk, "chunk")
+        if batch.shape[1] != branch.chunk_samples:
+            raise AudioError(
+                f"chunk: expected {branch.chunk_samples} samples at {sample_rate} Hz, got {batch.shape[1]}; "
+                f"buffer the stream into 32 ms chunks (or use the whole-file forward)",
+                source="chunk",
+            )
+        if state is None:
+            state = self.initial_state(batch.shape[0], sample_rate)
+        elif state.context.shape != (batch.shape[0], branch.context_samples):
+            raise AudioError(
+                f"state: context has shape {tuple(state.context.shape)}, expected "
+                f"({batch.shape[0]}, {branch.context_samples}) for this batch and rate; start a new state",
+                source="chunk",
+            )
+        window = torch.cat([state.context, batch], dim=1)
+        features = branch.encode(window).unsqueeze(1)
+        hidden, (h, c) = branch.lstm(features, (state.hidden, state.cell))
+        probability = branch.decode(hidden)[:, 0]
+        new_state = SileroVADState(context=window[:, -branch.context_samples :], hidden=h, cell=c)
+        return (probability[0] if squeeze else probability), new_state
+
+    def _as_batch(self, waveform: Tensor, name: str) -> Tensor:
+        if waveform.dim() not in (1, 2) or waveform.shape[-1] == 0:
+            raise AudioError(
+                f"{name}: expected a float tensor (batch, num_samples) or (num_samples,) with samples, "
+                f"got shape {tuple(waveform.shape)}",
+                source=name,
+            )
+        batch = waveform if waveform.dim() == 2 else waveform.unsqueeze(0)
+        return batch.to(self._dtype())
+
+
+__all__ = ["SileroVAD", "SileroVADBranch", "SileroVADState"]
