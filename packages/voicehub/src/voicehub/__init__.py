@@ -1,7 +1,90 @@
-"""VoiceHub public API. Other distributions ship PEP 420 portions (voicehub/core/, ...)."""
+"""VoiceHub: TTS, ASR, VAD and speaker verification on real checkpoints behind one API.
+
+Other distributions ship PEP 420 portions of this namespace (``voicehub.core``,
+``voicehub.registry``...). Importing this package loads no torch and no model module: model
+integrations are declared in a lazy catalog and imported on first use.
+"""
 
 from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
-__all__: list[str] = []
+from voicehub.auto import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForSpeakerVerification,
+    AutoModelForSpeechRecognition,
+    AutoModelForTextToSpeech,
+    AutoModelForVoiceActivityDetection,
+    get_default_model_spec,
+    get_model_spec,
+    list_model_specs,
+)
+from voicehub.core import (
+    ASROutput,
+    ASRSegment,
+    ASRWord,
+    SpeakerOutput,
+    SpeechSegment,
+    SpeechTask,
+    TTSOutput,
+    VADOutput,
+    VerificationOutput,
+    VoiceHubError,
+    Waveform,
+    load_audio,
+)
+from voicehub.errors import UnknownInferenceOptionError
+from voicehub.modeling import (
+    PreTrainedASRModel,
+    PreTrainedAudioModel,
+    PreTrainedSpeechModel,
+    PreTrainedSVModel,
+    PreTrainedTTSModel,
+    PreTrainedVADModel,
+)
+from voicehub.models import install_builtin_catalogs, load_builtin_models
+from voicehub.pipelines import Pipeline, pipeline
+from voicehub.registry import MODEL_CATALOG, ModelConfig, ModelRegistry, ModelSpec
+
+install_builtin_catalogs()
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MODEL_CATALOG",
+    "ASROutput",
+    "ASRSegment",
+    "ASRWord",
+    "AutoConfig",
+    "AutoModel",
+    "AutoModelForSpeakerVerification",
+    "AutoModelForSpeechRecognition",
+    "AutoModelForTextToSpeech",
+    "AutoModelForVoiceActivityDetection",
+    "ModelConfig",
+    "ModelRegistry",
+    "ModelSpec",
+    "Pipeline",
+    "PreTrainedASRModel",
+    "PreTrainedAudioModel",
+    "PreTrainedSVModel",
+    "PreTrainedSpeechModel",
+    "PreTrainedTTSModel",
+    "PreTrainedVADModel",
+    "SpeakerOutput",
+    "SpeechSegment",
+    "SpeechTask",
+    "TTSOutput",
+    "UnknownInferenceOptionError",
+    "VADOutput",
+    "VerificationOutput",
+    "VoiceHubError",
+    "Waveform",
+    "get_default_model_spec",
+    "get_model_spec",
+    "list_model_specs",
+    "load_audio",
+    "load_builtin_models",
+    "pipeline",
+]

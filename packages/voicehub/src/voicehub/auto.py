@@ -1,0 +1,453 @@
+"""Auto factories: pick a model by type, config or saved directory, without importing it early.
+
+Loading path (``AutoModel.from_pretrained(source, model_type=..., device=..., dtype=..., lazy_load=True)``):
+
+1. the registry resolves the :class:`~voicehub.registry.ModelSpec` (no model module imported);
+2. a task factory refuses a model of another task *before* importing anything, naming the
+   right factory;
+3. the config is built (``AutoConfig``), the wrapper class is imported and created with no
+   runtime; the first inference call or ``load()`` builds the runtime.
+
+No factory takes ``**kwargs``: a misspelt keyword is a ``TypeError`` naming it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+from voicehub.core import strict_json
+from voicehub.core.config import CONFIG_FILE_NAME
+from voicehub.core.errors import ConfigError, RegistryError, TaskMismatchError, UnknownConfigKeyError
+from voicehub.core.tasks import SpeechTask
+from voicehub.modeling import PreTrainedSpeechModel
+from voicehub.models import install_builtin_catalogs
+from voicehub.registry import MODEL_CATALOG, ModelConfig, ModelRegistry, ModelSpec
+from voicehub.registry.checkpoints import CheckpointSource, HubSource, LocalSource, parse_source
+
+SourceLike = str | os.PathLike[str] | CheckpointSource
+
+FACTORY_NAMES: Mapping[SpeechTask, str] = {
+    SpeechTask.TEXT_TO_SPEECH: "AutoModelForTextToSpeech",
+    SpeechTask.AUTOMATIC_SPEECH_RECOGNITION: "AutoModelForSpeechRecognition",
+    SpeechTask.VOICE_ACTIVITY_DETECTION: "AutoModelForVoiceActivityDetection",
+    SpeechTask.SPEAKER_VERIFICATION: "AutoModelForSpeakerVerification",
+}
+"""The task factory to use for each task (named in task-mismatch errors)."""
+
+
+def _catalog(registry: ModelRegistry | None) -> ModelRegistry:
+    if registry is not None:
+        return registry
+    install_builtin_catalogs()
+    return MODEL_CATALOG
+
+
+# --------------------------------------------------------------------------- spec helpers
+def list_model_specs(task: SpeechTask | str | None = None) -> tuple[ModelSpec, ...]:
+    """Every registered model spec in registration order, optionally only one task's.
+
+    Imports no model module (the built-in catalog holds declarations only).
+
+    Args:
+        task: a :class:`~voicehub.core.SpeechTask` or an alias (``"vad"``, ``"asr"``...).
+    """
+    return _catalog(None).list(task)
+
+
+def get_model_spec(model_type: str) -> ModelSpec:
+    """The spec of a model type or alias (case-insensitive).
+
+    Raises:
+        UnknownModelError: (a ``KeyError``) listing the registered model types.
+    """
+    return _catalog(None).get(model_type)
+
+
+def get_default_model_spec(task: SpeechTask | str) -> ModelSpec:
+    """The default model of ``task``.
+
+    Raises:
+        UnknownModelError: if the task has no default, listing its models.
+    """
+    return _catalog(None).get_default(task)
+
+
+def _read_config_document(source: SourceLike) -> tuple[dict[str, Any], str]:
+    """Read ``config.json`` from a directory, a JSON file or a hub repository."""
+    parsed = parse_source(source)
+    if isinstance(parsed, HubSource):
+        if parsed.filename is None:
+            parsed = HubSource(repo_id=parsed.repo_id, revision=parsed.revision, filename=CONFIG_FILE_NAME)
+        path = parsed.resolve()
+    else:
+        path = parsed.resolve()
+        if path.is_dir():
+            path = path / CONFIG_FILE_NAME
+    where = str(path)
+    if path.suffix.lower() != ".json":
+        raise ConfigError(
+            f"{parsed.to_string()} is a weight file, not a config; pass model_type= to choose the model, "
+            f"or point at a directory holding {CONFIG_FILE_NAME}"
+        )
+    try:
+        document = strict_json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ConfigError(f"cannot read {where}: {err.strerror or err}") from err
+    except ValueError as err:
+        raise ConfigError(f"{where}: {err}") from err
+    if not isinstance(document, dict):
+        raise ConfigError(f"{where}: expected a JSON object, got {type(document).__name__}")
+    return document, where
+
+
+def _local_config_file(source: SourceLike | None) -> Path | None:
+    """The ``config.json`` of a local directory source, when there is one (no network)."""
+    if source is None:
+        return None
+    parsed = parse_source(source)
+    if not isinstance(parsed, LocalSource):
+        return None
+    path = Path(parsed.path).expanduser()
+    candidate = path / CONFIG_FILE_NAME if path.is_dir() else path
+    return candidate if candidate.is_file() and candidate.suffix.lower() == ".json" else None
+
+
+# --------------------------------------------------------------------------- AutoConfig
+class AutoConfig:
+    """Builds the registered config class of a model type."""
+
+    def __init__(self) -> None:
+        raise TypeError("AutoConfig is a factory; use AutoConfig.for_model() or AutoConfig.from_pretrained()")
+
+    @classmethod
+    def for_model(cls, model_type: str, /, **fields: Any) -> ModelConfig:
+        """Return the config of ``model_type`` with ``fields`` set (the rest default).
+
+        Imports only the config module, never the wrapper or torch.
+
+        Raises:
+            UnknownModelError: listing the registered model types.
+            UnknownConfigKeyError: for a field the config does not define, listing the known ones.
+            ConfigError: for a value of the wrong type or range.
+        """
+        spec = get_model_spec(model_type)
+        config_class = _config_class(spec)
+        unknown = set(fields) - set(config_class.known_keys())
+        if unknown:
+            raise UnknownConfigKeyError(config_class.config_type, unknown, config_class.known_keys())
+        config: ModelConfig = config_class(**fields)
+        return config
+
+    @classmethod
+    def from_pretrained(cls, source: SourceLike, *, model_type: str | None = None) -> ModelConfig:
+        """Read ``config.json`` (in a directory, a JSON file or a hub repository) into its registered class.
+
+        The model type comes from the file's ``model_type`` key; ``model_type=`` is needed only
+        for files without one, and must agree with it otherwise. Nothing is guessed from the path.
+
+        Raises:
+            ConfigError: for a weight file, a file without ``model_type`` (and none given), or a
+                disagreement between the two.
+            UnknownModelError: for an unregistered ``model_type``, listing the valid ones.
+            CheckpointNotFoundError: when the source does not exist.
+        """
+        document, where = _read_config_document(source)
+        declared = document.pop("model_type", None)
+        if declared is not None and not isinstance(declared, str):
+            raise ConfigError(f"{where}: model_type must be a string, got {declared!r}")
+        if declared is None and model_type is None:
+            raise ConfigError(f"{where} has no 'model_type'; pass model_type= (one of {list(MODEL_CATALOG.names())})")
+        if (
+            declared is not None
+            and model_type is not None
+            and get_model_spec(declared).model_type != get_model_spec(model_type).model_type
+        ):
+            raise ConfigError(f"{where} declares model_type {declared!r} but model_type={model_type!r} was passed")
+        spec = get_model_spec(declared if declared is not None else str(model_type))
+        config_class = _config_class(spec)
+        try:
+            config: ModelConfig = config_class.from_dict(document)
+        except ConfigError as err:
+            err.args = (f"{where}: {err.args[0]}", *err.args[1:])  # keep the subclass (UnknownConfigKeyError)
+            raise
+        return config
+
+
+def _config_class(spec: ModelSpec) -> type[ModelConfig]:
+    config_class = spec.load_config_class()
+    if not (isinstance(config_class, type) and issubclass(config_class, ModelConfig)):
+        raise RegistryError(
+            f"model {spec.model_type!r}: config {spec.config!r} is not a ModelConfig subclass; fix its registration"
+        )
+    return config_class
+
+
+# --------------------------------------------------------------------------- model factories
+class _BaseAutoModel:
+    """Shared implementation of the task factories; ``task`` is ``None`` for :class:`AutoModel`."""
+
+    task: ClassVar[SpeechTask | None] = None
+
+    def __init__(self) -> None:
+        raise TypeError(f"{type(self).__name__} is a factory; use {type(self).__name__}.from_pretrained()")
+
+    @classmethod
+    def _check_task(cls, spec: ModelSpec) -> None:
+        if cls.task is not None and spec.task is not cls.task:
+            raise TaskMismatchError(
+                f"model {spec.model_type!r} is registered for task {spec.task.value!r}, so {cls.__name__} "
+                f"({cls.task.value}) cannot load it; use {FACTORY_NAMES[spec.task]} (or AutoModel) instead"
+            )
+
+    @classmethod
+    def available_models(cls) -> tuple[ModelSpec, ...]:
+        """The registered specs this factory can load (imports nothing)."""
+        return list_model_specs(cls.task)
+
+    @classmethod
+    def register(
+        cls,
+        config_class: type[ModelConfig],
+        wrapper_class: type[PreTrainedSpeechModel[Any, Any]],
+        *,
+        default_model_path: str | os.PathLike[str] | CheckpointSource | None = None,
+        aliases: Iterable[str] = (),
+        capabilities: Iterable[str] = (),
+        architecture: str | None = None,
+        default_for_task: bool = False,
+        license: str | None = None,
+        description: str = "",
+        exist_ok: bool = False,
+        registry: ModelRegistry | None = None,
+    ) -> ModelSpec:
+        """Register an extension's config and wrapper; only their import paths are stored.
+
+        The model type is ``config_class.config_type``. After this call the model is found by
+        :class:`AutoModel`, the task factory, :func:`list_model_specs` and ``voicehub models``
+        (for the latter, register from a module the CLI imports, e.g. an entry-point plug-in).
+
+        Args:
+            config_class: a module-level :class:`~voicehub.registry.ModelConfig` subclass.
+            wrapper_class: a module-level wrapper subclass of the factory's task base class.
+            default_model_path: default checkpoint source (path, ``hf:``/``dist:`` string).
+            aliases: other accepted names.
+            capabilities: free-form tags.
+            architecture: the ``ArchitectureSpec`` id of the native graph.
+            default_for_task: make this the task's default model.
+            license: SPDX id of the default weights.
+            description: one line for listings.
+            exist_ok: replace an existing registration of the same model type.
+            registry: an isolated registry (tests); default: the process-wide catalog.
+
+        Returns:
+            The registered spec.
+
+        Raises:
+            RegistryError: for classes of the wrong kind, or a config the wrapper does not use.
+            TaskMismatchError: when the wrapper serves another task than this factory.
+            DuplicateRegistrationError: for name, alias or default collisions.
+        """
+        if not (isinstance(config_class, type) and issubclass(config_class, ModelConfig)):
+            raise RegistryError(f"{cls.__name__}.register: {config_class!r} is not a ModelConfig subclass")
+        if not (isinstance(wrapper_class, type) and issubclass(wrapper_class, PreTrainedSpeechModel)):
+            raise RegistryError(
+                f"{cls.__name__}.register: {wrapper_class!r} is not a PreTrainedSpeechModel subclass "
+                f"(derive it from PreTrainedTTSModel, PreTrainedASRModel, PreTrainedVADModel or PreTrainedSVModel)"
+            )
+        wrapper_task = getattr(wrapper_class, "task", None)
+        if not isinstance(wrapper_task, SpeechTask):
+            raise RegistryError(f"{wrapper_class.__name__} declares no task; derive it from a task base class")
+        task = cls.task if cls.task is not None else wrapper_task
+        if wrapper_task is not task:
+            raise TaskMismatchError(
+                f"{wrapper_class.__name__} serves {wrapper_task.value!r}; register it with "
+                f"{FACTORY_NAMES[wrapper_task]}, not {cls.__name__}"
+            )
+        if not issubclass(config_class, wrapper_class.config_class):
+            raise RegistryError(
+                f"{wrapper_class.__name__}.config_class is {wrapper_class.config_class.__name__}, "
+                f"but {config_class.__name__} was given"
+            )
+        spec = ModelSpec.from_classes(
+            config_class,
+            wrapper_class,
+            task=task,
+            default_source=parse_source(default_model_path) if default_model_path is not None else None,
+            aliases=aliases,
+            capabilities=capabilities,
+            architecture=architecture,
+            default_for_task=default_for_task,
+            license=license,
+            description=description,
+        )
+        return _catalog(registry).register(spec, exist_ok=exist_ok)
+
+    @classmethod
+    def unregister(cls, model_type: str, *, registry: ModelRegistry | None = None) -> ModelSpec:
+        """Remove a registration (and its aliases) of this factory's task.
+
+        Raises:
+            TaskMismatchError: for a model of another task.
+            UnknownModelError: listing the registered model types.
+        """
+        catalog = _catalog(registry)
+        cls._check_task(catalog.get(model_type))
+        return catalog.unregister(model_type)
+
+    @classmethod
+    def resolve_spec(
+        cls,
+        source: SourceLike | None = None,
+        *,
+        model_type: str | None = None,
+        config: ModelConfig | None = None,
+        registry: ModelRegistry | None = None,
+    ) -> ModelSpec:
+        """Find the spec :meth:`from_pretrained` would load, importing no model module.
+
+        Order: ``config.model_type``, then ``model_type``, then the ``model_type`` in a local
+        directory's ``config.json``, then (with no source) the task default.
+
+        Raises:
+            ConfigError: when ``config`` and ``model_type`` disagree, or nothing names the model.
+            TaskMismatchError: for a model of another task, naming the right factory.
+            UnknownModelError: for an unregistered model type, listing the valid ones.
+        """
+        catalog = _catalog(registry)
+        if config is not None:
+            if not isinstance(config, ModelConfig):
+                raise ConfigError(f"config must be a ModelConfig, got {type(config).__name__}")
+            spec = catalog.get(config.model_type)
+            if model_type is not None and catalog.get(model_type).model_type != spec.model_type:
+                raise ConfigError(
+                    f"model_type={model_type!r} disagrees with config.model_type {config.model_type!r}; pass one"
+                )
+        elif model_type is not None:
+            spec = catalog.get(model_type)
+        else:
+            config_file = _local_config_file(source)
+            if config_file is not None:
+                document, where = _read_config_document(config_file)
+                declared = document.get("model_type")
+                if not isinstance(declared, str):
+                    raise ConfigError(f"{where} has no 'model_type'; pass model_type= (one of {list(catalog.names())})")
+                spec = catalog.get(declared)
+            elif source is None and cls.task is not None:
+                spec = catalog.get_default(cls.task)
+            else:
+                what = (
+                    f"the model type of {parse_source(source).to_string()!r}" if source is not None else "which model"
+                )
+                valid = [s.model_type for s in catalog.list(cls.task)]
+                raise ConfigError(f"cannot tell {what}; pass model_type= (one of {valid})")
+        cls._check_task(spec)
+        return spec
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        source: SourceLike | None = None,
+        *,
+        model_type: str | None = None,
+        device: str = "auto",
+        dtype: Any = "auto",
+        lazy_load: bool = True,
+        config: ModelConfig | None = None,
+    ) -> Any:
+        """Create the wrapper of a registered model; weights load on first use unless ``lazy_load=False``.
+
+        Args:
+            source: a checkpoint source: a local file or directory (a directory written by
+                ``save_pretrained`` also carries the config), ``"hf:owner/name"`` or
+                ``"owner/name"``, or ``"dist:<distribution>/<path>"``. ``None`` uses the model's
+                registered default source.
+            model_type: the registered model type or alias.
+            device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
+            dtype: ``"auto"``, ``"float32"``, ``"bfloat16"``, ``"float16"`` or a torch dtype.
+            lazy_load: defer loading to the first inference call.
+            config: a model config (its ``model_type`` selects the model).
+
+        Returns:
+            The task wrapper (a :class:`~voicehub.modeling.PreTrainedSpeechModel` subclass).
+
+        Raises:
+            TaskMismatchError: for a model of another task, before its module is imported.
+            UnknownModelError: for an unknown ``model_type``, listing the valid ones.
+            ConfigError: when the model type cannot be determined or disagrees with ``config``.
+            TypeError: for any keyword this signature does not define.
+        """
+        spec = cls.resolve_spec(source, model_type=model_type, config=config)
+        wrapper_class = spec.load_wrapper_class()
+        if not (isinstance(wrapper_class, type) and issubclass(wrapper_class, PreTrainedSpeechModel)):
+            raise RegistryError(
+                f"model {spec.model_type!r}: wrapper {spec.wrapper!r} is not a PreTrainedSpeechModel subclass"
+            )
+        if wrapper_class.task is not spec.task:
+            raise RegistryError(
+                f"model {spec.model_type!r} is registered for {spec.task.value!r} but its wrapper "
+                f"{wrapper_class.__name__} serves {wrapper_class.task.value!r}; fix the registration"
+            )
+        if config is None and _local_config_file(source) is None:
+            config = _config_class(spec)()
+        chosen = source if source is not None else spec.default_source
+        return wrapper_class.from_pretrained(chosen, config=config, device=device, dtype=dtype, lazy_load=lazy_load)
+
+
+class AutoModel(_BaseAutoModel):
+    """Loads a model of any task; the spec's task picks the wrapper family.
+
+    ``AutoModel.register(Config, Wrapper)`` registers under the wrapper's own task.
+    """
+
+    task: ClassVar[SpeechTask | None] = None
+
+
+class AutoModelForTextToSpeech(_BaseAutoModel):
+    """Loads text-to-speech models; refuses models of other tasks before importing them."""
+
+    task: ClassVar[SpeechTask | None] = SpeechTask.TEXT_TO_SPEECH
+
+
+class AutoModelForSpeechRecognition(_BaseAutoModel):
+    """Loads speech-recognition models; refuses models of other tasks before importing them."""
+
+    task: ClassVar[SpeechTask | None] = SpeechTask.AUTOMATIC_SPEECH_RECOGNITION
+
+
+class AutoModelForVoiceActivityDetection(_BaseAutoModel):
+    """Loads voice-activity-detection models; refuses models of other tasks before importing them."""
+
+    task: ClassVar[SpeechTask | None] = SpeechTask.VOICE_ACTIVITY_DETECTION
+
+
+class AutoModelForSpeakerVerification(_BaseAutoModel):
+    """Loads speaker-verification models; refuses models of other tasks before importing them."""
+
+    task: ClassVar[SpeechTask | None] = SpeechTask.SPEAKER_VERIFICATION
+
+
+TASK_FACTORIES: Mapping[SpeechTask, type[_BaseAutoModel]] = {
+    SpeechTask.TEXT_TO_SPEECH: AutoModelForTextToSpeech,
+    SpeechTask.AUTOMATIC_SPEECH_RECOGNITION: AutoModelForSpeechRecognition,
+    SpeechTask.VOICE_ACTIVITY_DETECTION: AutoModelForVoiceActivityDetection,
+    SpeechTask.SPEAKER_VERIFICATION: AutoModelForSpeakerVerification,
+}
+"""The task factory of each task."""
+
+
+__all__ = [
+    "FACTORY_NAMES",
+    "TASK_FACTORIES",
+    "AutoConfig",
+    "AutoModel",
+    "AutoModelForSpeakerVerification",
+    "AutoModelForSpeechRecognition",
+    "AutoModelForTextToSpeech",
+    "AutoModelForVoiceActivityDetection",
+    "get_default_model_spec",
+    "get_model_spec",
+    "list_model_specs",
+]
