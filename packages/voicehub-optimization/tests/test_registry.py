@@ -42,7 +42,7 @@ class _NoOpPass(OptimizationPass):
 def test_import_optimization_loads_no_torch_in_a_fresh_process() -> None:
     code = (
         "import sys, voicehub.optimization as o; names = o.OPTIMIZATION_PASSES.list(); "
-        "assert 'eval-mode' in names, names; "
+        "assert 'eval-mode' in names and 'int8-dynamic' in names, names; "
         "bad = [m for m in sys.modules if m == 'torch' or m.startswith('voicehub.optimization.builtin.')]; "
         "print(bad)"
     )

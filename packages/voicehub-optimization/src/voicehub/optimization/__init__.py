@@ -55,7 +55,13 @@ from voicehub.optimization.registry import (
 )
 
 BUILTIN_PASSES: dict[str, str] = {
+    "compile": "voicehub.optimization.builtin.torch_compile:TorchCompilePass",
+    "dtype": "voicehub.optimization.builtin.precision:DtypePass",
     "eval-mode": "voicehub.optimization.builtin.eval_mode:EvalModePass",
+    "inference-mode": "voicehub.optimization.builtin.inference_mode:InferenceModePass",
+    "int8-dynamic": "voicehub.optimization.builtin.quantization:Int8DynamicPass",
+    "sdpa-attention": "voicehub.optimization.builtin.attention:SDPAAttentionPass",
+    "threads": "voicehub.optimization.builtin.threads:ThreadsPass",
 }
 """The built-in passes: registry name -> lazy ``module:factory`` reference."""
 
