@@ -1,0 +1,336 @@
+"""Reading and writing Hyperion PyTorch checkpoints.
+
+Two on-disk forms, both holding the same two things (Hyperion's ``HyperTorchModel`` contract):
+
+* **single file** (``.pth`` / ``.pt``), the legacy Hyperion format: ``torch.save`` of a dict
+  ``{"model_cfg": <get_config()>, "model_state_dict": <state_dict()>}``. VoiceHub adds two
+  top-level keys Hyperion ignores: ``class_path`` (``"module:Class"``) and ``package_version``.
+  Files are read with ``torch.load(weights_only=True)`` only, so a file that pickles arbitrary
+  Python objects is refused (CVE-2025-32434 class of attacks); a caller who trusts specific
+  classes lists them in ``safe_globals`` (torch's allow-list), never a blanket opt-out.
+* **directory**: ``config.json`` (the ``model_cfg`` as strict JSON) and ``model.safetensors``
+  (every tensor detached, contiguous and cloned, so tied storages are written separately;
+  metadata ``class_name``, ``class_path``, ``package_version``). No pickle at all.
+
+Normalization on read (upstream defects fixed, see ``hyperion-upstream.md`` section 7):
+``module.`` prefixes from DDP / DataParallel / ``AveragedModel`` are stripped **per key**
+(upstream looked at the first key only) and a collision after stripping is an error; the SWA
+counter ``n_averaged`` is dropped only when it sits beside ``module.``-prefixed keys, i.e.
+in an ``AveragedModel`` checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import enum
+import os
+import pickle
+import re
+import tempfile
+import zipfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from voicehub.core import StrictJSONError, strict_json
+from voicehub.hyperion.errors import HyperionFileError, UnsafeFormatError
+
+CONFIG_FILE_NAME = "config.json"
+"""Name of the configuration file inside a directory checkpoint."""
+
+WEIGHTS_FILE_NAME = "model.safetensors"
+"""Name of the weights file inside a directory checkpoint."""
+
+SINGLE_FILE_SUFFIXES = (".pth", ".pt")
+"""Suffixes that select the legacy single-file format in ``save``."""
+
+_MODULE_PREFIX = re.compile(r"^(?:module\.)+")
+_SWA_COUNTER = "n_averaged"
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class RawCheckpoint:
+    """What a checkpoint file holds, before any class is built.
+
+    Attributes:
+        model_cfg: the saved ``get_config()`` dict, converted to plain JSON values.
+        state_dict: tensor name -> tensor, ``module.`` prefixes and SWA counter removed.
+        source: the path read, for messages.
+        class_path: ``"module:Class"`` recorded by VoiceHub, ``None`` for files from elsewhere.
+        package_version: the writer's package version, when recorded.
+    """
+
+    model_cfg: dict[str, Any]
+    state_dict: dict[str, torch.Tensor]
+    source: str
+    class_path: str | None = None
+    package_version: str | None = None
+
+
+# --------------------------------------------------------------------------- writing
+def save_single_file(
+    path: Path,
+    model_cfg: Mapping[str, Any],
+    state_dict: Mapping[str, torch.Tensor],
+    *,
+    class_path: str,
+    package_version: str,
+) -> Path:
+    """Write the legacy single-file format atomically (temporary file, then rename).
+
+    Args:
+        path: destination ``.pth`` / ``.pt`` file; parent directories are created.
+        model_cfg: strict-JSON config dict including ``class_name``.
+        state_dict: tensors to store (moved to the CPU first).
+        class_path: ``"module:Class"`` of the model class.
+        package_version: version string of the writing package.
+
+    Returns:
+        ``path``.
+    """
+    payload = {
+        "model_cfg": dict(model_cfg),
+        "model_state_dict": {k: v.detach().cpu() for k, v in state_dict.items()},
+        "class_path": class_path,
+        "package_version": package_version,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        torch.save(payload, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def save_directory(
+    path: Path,
+    model_cfg: Mapping[str, Any],
+    state_dict: Mapping[str, torch.Tensor],
+    *,
+    class_path: str,
+    package_version: str,
+) -> Path:
+    """Write ``config.json`` + ``model.safetensors`` into ``path``, each file atomically.
+
+    The weights are written first, so a crash leaves either the old pair or new weights with
+    the old config, never a config that names tensors which are missing.
+
+    Returns:
+        ``path``.
+    """
+    from safetensors.torch import save_file
+
+    path.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().cpu().contiguous().clone() for k, v in state_dict.items()}
+    metadata = {
+        "format": "pt",
+        "class_name": str(model_cfg.get("class_name", "")),
+        "class_path": class_path,
+        "package_version": package_version,
+    }
+    fd, tmp = tempfile.mkstemp(prefix=f".{WEIGHTS_FILE_NAME}.", suffix=".tmp", dir=path)
+    os.close(fd)
+    try:
+        save_file(tensors, tmp, metadata=metadata)
+        os.replace(tmp, path / WEIGHTS_FILE_NAME)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    from voicehub.core import write_text_atomic
+
+    write_text_atomic(path / CONFIG_FILE_NAME, strict_json.dumps(dict(model_cfg), indent=2) + "\n")
+    return path
+
+
+# --------------------------------------------------------------------------- reading
+def read_checkpoint(
+    path: str | os.PathLike[str],
+    *,
+    map_location: str | torch.device = "cpu",
+    safe_globals: Iterable[Any] = (),
+    model_name: str = "model",
+) -> RawCheckpoint:
+    """Read either checkpoint form without building a model.
+
+    Args:
+        path: a directory (``config.json`` + ``model.safetensors``) or a ``.pth`` file.
+        map_location: device the tensors are loaded to; the CPU by default, so a file saved on
+            a GPU loads on a CPU-only machine.
+        safe_globals: classes or functions a *trusted* legacy file may reference, passed to
+            ``torch.serialization.safe_globals``; loading stays ``weights_only=True``.
+        model_name: the state-dict key is ``f"{model_name}_state_dict"`` (Hyperion convention).
+
+    Returns:
+        The normalized :class:`RawCheckpoint`.
+
+    Raises:
+        HyperionFileError: naming the file, when it is missing, not a checkpoint, lacks
+            ``model_cfg`` / the state dict, or holds keys that collide once ``module.`` prefixes are removed.
+        UnsafeFormatError: a legacy file pickles a global that is not in ``safe_globals``.
+    """
+    source = Path(path)
+    if source.is_dir():
+        return _read_directory(source, map_location)
+    if not source.exists():
+        raise HyperionFileError(
+            f"{source}: no such checkpoint; expected a .pth file or a directory with {CONFIG_FILE_NAME} "
+            f"and {WEIGHTS_FILE_NAME}",
+            path=source,
+        )
+    return _read_single_file(source, map_location, tuple(safe_globals), model_name)
+
+
+def _read_directory(path: Path, map_location: str | torch.device) -> RawCheckpoint:
+    from safetensors import SafetensorError, safe_open
+
+    config_file, weights_file = path / CONFIG_FILE_NAME, path / WEIGHTS_FILE_NAME
+    for file in (config_file, weights_file):
+        if not file.is_file():
+            raise HyperionFileError(
+                f"{file}: missing; a directory checkpoint holds {CONFIG_FILE_NAME} and {WEIGHTS_FILE_NAME}",
+                path=file,
+            )
+    try:
+        cfg = strict_json.loads(config_file.read_text(encoding="utf-8"))
+    except (StrictJSONError, ValueError, UnicodeDecodeError) as err:
+        raise HyperionFileError(f"{config_file}: not a strict-JSON model config ({err})", path=config_file) from err
+    if not isinstance(cfg, dict):
+        raise HyperionFileError(f"{config_file}: expected a JSON object, got {type(cfg).__name__}", path=config_file)
+    device = str(map_location)
+    try:
+        with safe_open(str(weights_file), framework="pt", device=device) as handle:
+            metadata = handle.metadata() or {}
+            tensors = {key: handle.get_tensor(key) for key in handle.keys()}  # noqa: SIM118 (not a dict)
+    except (SafetensorError, OSError, RuntimeError, ValueError) as err:
+        raise HyperionFileError(f"{weights_file}: not a readable safetensors file ({err})", path=weights_file) from err
+    return RawCheckpoint(
+        model_cfg=cfg,
+        state_dict=normalize_state_dict(tensors, source=str(weights_file)),
+        source=str(path),
+        class_path=metadata.get("class_path") or None,
+        package_version=metadata.get("package_version") or None,
+    )
+
+
+def _read_single_file(
+    path: Path, map_location: str | torch.device, safe_globals: tuple[Any, ...], model_name: str
+) -> RawCheckpoint:
+    try:
+        with torch.serialization.safe_globals(list(safe_globals)):
+            payload = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as err:
+        detail = str(err).strip().splitlines()
+        reason = next((line.strip() for line in detail if "GLOBAL" in line or "Unsupported" in line), detail[0])
+        raise UnsafeFormatError(
+            f"{path}: refused to unpickle: the file references Python objects beyond tensors and plain "
+            f"containers ({reason}). VoiceHub reads legacy files only with torch.load(weights_only=True). "
+            f"If you trust this file, pass the classes it needs as safe_globals=[...], or re-save it in the "
+            f"directory format (config.json + model.safetensors)",
+            path=path,
+        ) from err
+    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError) as err:
+        raise HyperionFileError(f"{path}: not a PyTorch checkpoint ({err})", path=path) from err
+    if not isinstance(payload, Mapping):
+        raise HyperionFileError(
+            f"{path}: expected a dict with 'model_cfg' and '{model_name}_state_dict', got {type(payload).__name__}",
+            path=path,
+        )
+    state_key = f"{model_name}_state_dict"
+    missing = [key for key in ("model_cfg", state_key) if key not in payload]
+    if missing:
+        raise HyperionFileError(
+            f"{path}: not a Hyperion model checkpoint: missing {missing}; found keys {sorted(map(str, payload))}",
+            path=path,
+        )
+    cfg = _plain_json(payload["model_cfg"], f"{path}: model_cfg", path)
+    if not isinstance(cfg, dict):
+        raise HyperionFileError(f"{path}: model_cfg must be a dict, got {type(cfg).__name__}", path=path)
+    state = payload[state_key]
+    if not isinstance(state, Mapping):
+        raise HyperionFileError(f"{path}: {state_key} must be a dict of tensors, got {type(state).__name__}", path=path)
+    class_path = payload.get("class_path")
+    version = payload.get("package_version")
+    return RawCheckpoint(
+        model_cfg=cfg,
+        state_dict=normalize_state_dict(state, source=str(path)),
+        source=str(path),
+        class_path=class_path if isinstance(class_path, str) else None,
+        package_version=version if isinstance(version, str) else None,
+    )
+
+
+def _plain_json(value: Any, where: str, path: Path) -> Any:
+    """Convert an unpickled config to strict-JSON values (Enum -> value, Namespace -> dict)."""
+    if isinstance(value, enum.Enum):
+        return _plain_json(value.value, where, path)
+    if isinstance(value, argparse.Namespace):
+        value = vars(value)
+    if isinstance(value, Mapping):
+        return {str(k): _plain_json(v, f"{where}.{k}", path) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_json(v, f"{where}[{i}]", path) for i, v in enumerate(value)]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return value.item()
+    try:
+        strict_json.dumps(value)
+    except StrictJSONError as err:
+        raise HyperionFileError(f"{where}: {err}", path=path) from err
+    return value
+
+
+def normalize_state_dict(state: Mapping[str, Any], *, source: str) -> dict[str, torch.Tensor]:
+    """Strip ``module.`` prefixes per key and drop an ``AveragedModel``'s ``n_averaged`` counter.
+
+    Args:
+        state: tensor name -> tensor as stored.
+        source: file name for messages.
+
+    Returns:
+        A new dict; the input is not modified.
+
+    Raises:
+        HyperionFileError: for a non-tensor value or two keys that collide after stripping.
+    """
+    wrapped = any(isinstance(key, str) and key.startswith("module.") for key in state)
+    out: dict[str, torch.Tensor] = {}
+    origin: dict[str, str] = {}
+    for key, value in state.items():
+        if not isinstance(key, str):
+            raise HyperionFileError(f"{source}: state-dict key {key!r} is not a string", path=source)
+        stripped = _MODULE_PREFIX.sub("", key)
+        if wrapped and stripped == _SWA_COUNTER:
+            continue
+        if not isinstance(value, torch.Tensor):
+            raise HyperionFileError(
+                f"{source}: state-dict entry {key!r} is a {type(value).__name__}, expected a tensor", path=source
+            )
+        if stripped in out:
+            raise HyperionFileError(
+                f"{source}: state-dict keys {origin[stripped]!r} and {key!r} both become {stripped!r} once "
+                f"'module.' prefixes are removed",
+                path=source,
+            )
+        out[stripped] = value
+        origin[stripped] = key
+    return out
+
+
+__all__ = [
+    "CONFIG_FILE_NAME",
+    "SINGLE_FILE_SUFFIXES",
+    "WEIGHTS_FILE_NAME",
+    "RawCheckpoint",
+    "normalize_state_dict",
+    "read_checkpoint",
+    "save_directory",
+    "save_single_file",
+]
