@@ -53,18 +53,29 @@ def install_builtin_catalogs() -> None:
 
 
 def load_builtin_models() -> ModelRegistry:
-    """Load the built-in catalogs and the entry-point plug-ins now; return ``MODEL_CATALOG``.
+    """Load the built-in model catalog and the entry-point plug-ins now; return ``MODEL_CATALOG``.
 
     Tools that inspect every registered model type and alias (the provider-independence policy,
     ``voicehub models``) call this, then read ``MODEL_CATALOG.list()`` and ``MODEL_CATALOG.aliases``.
+    Only ``registration.py`` declaration modules are imported.
 
     Raises:
         PluginError: naming a catalog reference or plug-in that failed to load.
     """
     install_builtin_catalogs()
     MODEL_CATALOG.populate()
-    ARCHITECTURE_CATALOG.populate()
     return MODEL_CATALOG
 
 
-__all__ = ["install_builtin_catalogs", "load_builtin_models"]
+def load_builtin_architectures() -> ArchitectureRegistry:
+    """Load the built-in architecture catalog now; return ``ARCHITECTURE_CATALOG``.
+
+    Raises:
+        PluginError: naming a catalog reference that failed to load.
+    """
+    install_builtin_catalogs()
+    ARCHITECTURE_CATALOG.populate()
+    return ARCHITECTURE_CATALOG
+
+
+__all__ = ["install_builtin_catalogs", "load_builtin_architectures", "load_builtin_models"]
