@@ -290,7 +290,7 @@ class OptimizationContext:
         """
         if architecture is None:
             return self
-        name = _first_attribute(architecture, ("name", "architecture", "architecture_type"))
+        name = _first_attribute(architecture, ("architecture_id", "name", "architecture", "architecture_type"))
         devices = _first_attribute(architecture, ("devices", "verified_devices"))
         dtypes = _first_attribute(architecture, ("dtypes", "verified_dtypes"))
         features = _first_attribute(architecture, ("features", "verified_features"))

@@ -57,7 +57,8 @@ class SDPAAttentionPass(OptimizationPass):
             label = name or "<root>"
             if not (has_setter and callable(getattr(module, SETTER))):
                 raise OptimizationProtocolError(
-                    f"{label} ({type(module).__name__}) has {ATTRIBUTE!r} but no callable {SETTER}(name)",
+                    f"{label} ({type(module).__name__}) exposes the attention protocol but has no callable "
+                    f"{SETTER}(name); implement the method or remove the attribute",
                     pass_id=self.pass_id,
                     module=name,
                 )
