@@ -1,0 +1,542 @@
+"""``HyperNPModel``: the base class of every serializable NumPy model (Hyperion format).
+
+File format (compatible with the upstream Hyperion toolkit, ``hyperion/np/hyper_np_model.py``):
+
+* an HDF5 file with a dataset ``/config`` holding the model configuration as a JSON bytes
+  scalar (UTF-8; upstream wrote ASCII, which is a subset), whose object has at least
+  ``class_name`` and ``name``;
+* one dataset per fitted array at ``/<name>/<param>`` (``/<param>`` when ``name`` is empty,
+  as in files written with ``name=None`` by old upstream versions).
+
+What VoiceHub adds, all backwards compatible: the config carries ``schema_version`` (files
+without it are upstream files and go through each class's explicit ``migrate_legacy_config``);
+parameters keep their own dtype by default (upstream cast to float32, so its round trip was not
+bit-exact); files are written to a temporary file and renamed into place; pickles are read and
+written only with ``allow_pickle=True``; every malformed file raises an error naming the file.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+import h5py
+import numpy as np
+
+from voicehub.core import strict_json
+from voicehub.core.errors import ConfigError, StrictJSONError, UnknownConfigKeyError, VoiceHubError
+from voicehub.hyperion.errors import (
+    HyperionError,
+    HyperionFileError,
+    UnknownHyperionClassError,
+    UnsafeFormatError,
+)
+from voicehub.hyperion.np import _registry
+
+CONFIG_DATASET = "config"
+"""Name of the HDF5 dataset that holds the JSON configuration."""
+
+PICKLE_SUFFIXES = (".pkl", ".pickle")
+"""File suffixes (case-insensitive) that select the pickle format."""
+
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_PICKLE_MAGIC = b"\x80"
+
+DTypeSpec = str | Mapping[str, str] | None
+"""A dtype for every parameter (``"float32"``), one per parameter name, or ``None`` (keep own dtype)."""
+
+PathLike = str | os.PathLike[str]
+
+
+def _is_pickle_path(path: Path) -> bool:
+    return path.suffix.lower() in PICKLE_SUFFIXES
+
+
+def _refuse_pickle(path: Path, action: str) -> UnsafeFormatError:
+    return UnsafeFormatError(
+        f"{path}: refusing to {action} a Python pickle; unpickling runs arbitrary code. Pass "
+        "allow_pickle=True only for a trusted, version-controlled file, or use the HDF5 format",
+        path=path,
+    )
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it over ``path``.
+
+    On any error the temporary file is removed and ``path`` is left as it was.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def open_hdf5(path: Path) -> h5py.File:
+    """Open an existing HDF5 file for reading, with errors that name the file.
+
+    Raises:
+        HyperionFileError: if the file is missing, empty, not HDF5, truncated or corrupt.
+        UnsafeFormatError: if the file is a Python pickle.
+    """
+    if not path.is_file():
+        raise HyperionFileError(f"{path}: no such file", path=path)
+    with path.open("rb") as handle:
+        head = handle.read(8)
+    if not head:
+        raise HyperionFileError(f"{path}: the file is empty", path=path)
+    if head[:1] == _PICKLE_MAGIC:
+        raise _refuse_pickle(path, "load")
+    if head != _HDF5_SIGNATURE and not h5py.is_hdf5(path):
+        raise HyperionFileError(f"{path}: not an HDF5 file (no HDF5 signature at the start)", path=path)
+    try:
+        return h5py.File(path, "r")
+    except (OSError, ValueError) as err:
+        raise HyperionFileError(f"{path}: cannot open HDF5 file (truncated or corrupt?): {err}", path=path) from err
+
+
+def read_config_dataset(f: h5py.File, path: Path) -> dict[str, Any]:
+    """Read and parse the ``/config`` JSON dataset of an open Hyperion file.
+
+    Raises:
+        HyperionFileError: if the dataset is missing, unreadable, not strict JSON, or not an
+            object with a string ``class_name``.
+    """
+    if CONFIG_DATASET not in f:
+        raise HyperionFileError(f"{path}: no /{CONFIG_DATASET} dataset; not a Hyperion NumPy model file", path=path)
+    try:
+        raw = f[CONFIG_DATASET][()]
+    except (OSError, KeyError, ValueError, TypeError) as err:
+        raise HyperionFileError(f"{path}: cannot read /{CONFIG_DATASET} (truncated?): {err}", path=path) from err
+    return parse_config_text(raw, path)
+
+
+def parse_config_text(raw: Any, path: Path) -> dict[str, Any]:
+    """Decode a config given as bytes, str or a 0-d/1-element NumPy array of either."""
+    if isinstance(raw, np.ndarray):
+        raw = raw.item() if raw.size == 1 else raw.tobytes()
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, (bytes, np.bytes_)) else str(raw)
+        config = strict_json.loads(text)
+    except (UnicodeDecodeError, StrictJSONError) as err:
+        raise HyperionFileError(f"{path}: the model config is not valid strict JSON: {err}", path=path) from err
+    if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
+        raise HyperionFileError(f"{path}: the model config must be a JSON object with a 'class_name' string", path=path)
+    return config
+
+
+class HyperNPModel:
+    """Base class of the serializable NumPy models (transforms, PLDA, classifiers, calibration...).
+
+    Subclasses register under their Python class name when their definition runs (pass
+    ``register=False`` in the class statement to opt out); that name is stored in every file,
+    so it is part of the format. A subclass:
+
+    * calls ``super().__init__(name=name, save_dtype=save_dtype)``;
+    * extends :meth:`get_config` (``{**super().get_config(), "key": value}``) with every
+      constructor setting, as strict-JSON values;
+    * implements :meth:`save_params` / :meth:`load_params` with :meth:`_save_params_from_dict`
+      and :meth:`_load_params_to_dict` when it has fitted arrays;
+    * lists upstream config keys it understands in ``legacy_keys`` (see
+      :meth:`migrate_legacy_config`).
+
+    Args:
+        name: HDF5 group prefix of the parameters; ``None`` means the class name. An empty
+            string stores parameters at the file root (legacy upstream files).
+        save_dtype: dtype for floating parameters on save (e.g. ``"float32"``); ``None`` keeps
+            each array's own dtype, so a save/load round trip is bit-exact.
+
+    Raises:
+        ConfigError: for a ``name`` that is not a string or a ``save_dtype`` that is not a
+            floating NumPy dtype.
+    """
+
+    schema_version: ClassVar[int] = 1
+    """Version of this class's config schema; files without the field are upstream (version 0)."""
+
+    legacy_keys: ClassVar[Mapping[str, str | None]] = {}
+    """Upstream config keys: renamed to the mapped key, or dropped when mapped to ``None``."""
+
+    def __init_subclass__(cls, *, register: bool = True, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if register:
+            _registry.register(cls)
+
+    def __init__(self, *, name: str | None = None, save_dtype: str | None = None) -> None:
+        owner = type(self).__name__
+        if name is not None and not isinstance(name, str):
+            raise ConfigError(f"{owner}.name: expected str or None, got {name!r}", config_type=owner, key="name")
+        if name is not None and (name.startswith("/") or name.endswith("/")):
+            raise ConfigError(f"{owner}.name: must not start or end with '/', got {name!r}", config_type=owner)
+        if save_dtype is not None:
+            try:
+                kind = np.dtype(save_dtype).kind
+            except TypeError as err:
+                raise ConfigError(f"{owner}.save_dtype: unknown dtype {save_dtype!r}", config_type=owner) from err
+            if kind != "f" or not isinstance(save_dtype, str):
+                raise ConfigError(
+                    f"{owner}.save_dtype: expected a floating dtype name such as 'float32', got {save_dtype!r}",
+                    config_type=owner,
+                    key="save_dtype",
+                )
+        self.name: str = owner if name is None else name
+        self.save_dtype = save_dtype
+
+    # ----------------------------------------------------------------- config
+    def get_config(self) -> dict[str, Any]:
+        """Return the strict-JSON configuration that recreates the unfitted model.
+
+        Subclasses extend this dict; ``class_name`` and ``name`` are always present.
+        """
+        return {"class_name": type(self).__name__, "name": self.name, "save_dtype": self.save_dtype}
+
+    def to_json(self) -> str:
+        """Return the config with ``schema_version`` as canonical strict JSON."""
+        return strict_json.dumps({**self.get_config(), "schema_version": self.schema_version})
+
+    @classmethod
+    def config_keys(cls) -> frozenset[str]:
+        """The keys :meth:`from_config` accepts (those of a default instance's config)."""
+        return frozenset(cls().get_config())
+
+    @classmethod
+    def migrate_legacy_config(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """Upgrade an upstream (schema version 0) config to schema version 1.
+
+        The base step turns ``name: null`` into ``""`` (parameters at the file root) and applies
+        ``legacy_keys``. Subclasses with structural changes extend it. Every key left over must
+        be a known key, so an unexpected upstream field is reported, not silently dropped.
+        """
+        out = dict(config)
+        if out.get("name", "") is None:
+            out["name"] = ""
+        for old, new in cls.legacy_keys.items():
+            if old in out:
+                value = out.pop(old)
+                if new is not None and new not in out:
+                    out[new] = value
+        return out
+
+    @classmethod
+    def check_config(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate a config's ``class_name``, migrate it, and reject unknown keys.
+
+        Returns:
+            The config at the current schema version, without ``schema_version``.
+
+        Raises:
+            ConfigError: for another class's config or a schema version newer than this code.
+            UnknownConfigKeyError: for keys this class does not define, listing the known ones.
+        """
+        owner = cls.__name__
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"{owner}: expected a config mapping, got {type(config).__name__}", config_type=owner)
+        payload = dict(config)
+        class_name = payload.get("class_name", owner)
+        if class_name != owner:
+            raise ConfigError(
+                f"config of class {class_name!r} cannot be loaded as {owner}; use HyperNPModel.auto_load",
+                config_type=owner,
+                key="class_name",
+            )
+        version = payload.pop("schema_version", 0)
+        if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+            raise ConfigError(f"{owner}: invalid schema_version {version!r}", config_type=owner, key="schema_version")
+        if version > cls.schema_version:
+            raise ConfigError(
+                f"{owner}: schema_version {version} is newer than this VoiceHub reads ({cls.schema_version}); "
+                "upgrade VoiceHub",
+                config_type=owner,
+                key="schema_version",
+            )
+        if version == 0:
+            payload = cls.migrate_legacy_config(payload)
+        payload["class_name"] = owner
+        known = cls.config_keys()
+        unknown = set(payload) - known
+        if unknown:
+            raise UnknownConfigKeyError(owner, unknown, known)
+        return payload
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], **params: Any) -> Self:
+        """Build an (unfitted, unless ``params`` are given) model from its config.
+
+        Args:
+            config: as returned by :meth:`get_config` (``schema_version`` optional).
+            **params: fitted arrays passed to the constructor next to the config values.
+
+        Raises:
+            ConfigError: see :meth:`check_config`; also for a value of the wrong type.
+        """
+        checked = cls.check_config(config)
+        checked.pop("class_name")
+        try:
+            return cls(**checked, **params)
+        except (ConfigError, HyperionError):
+            raise
+        except TypeError as err:
+            raise ConfigError(f"{cls.__name__}: {err}", config_type=cls.__name__) from err
+
+    # ------------------------------------------------------------- parameters
+    def _param_prefix(self) -> str:
+        return f"{self.name}/" if self.name else ""
+
+    def save_params(self, f: h5py.File) -> None:
+        """Write the fitted arrays into the open HDF5 file ``f`` (none for the base class)."""
+
+    @classmethod
+    def load_params(cls, f: h5py.File, config: dict[str, Any]) -> Self:
+        """Build the model from a checked ``config`` and the arrays in the open file ``f``."""
+        return cls.from_config(config)
+
+    def _save_params_from_dict(self, f: h5py.File, params: Mapping[str, Any], dtypes: DTypeSpec = None) -> None:
+        """Write each non-``None`` entry of ``params`` to the dataset ``<name>/<key>``.
+
+        Args:
+            f: an HDF5 file open for writing.
+            params: parameter name -> array-like.
+            dtypes: dtype(s) to store in; ``None`` uses ``save_dtype`` for floating arrays and
+                the array's own dtype otherwise (lossless).
+        """
+        prefix = self._param_prefix()
+        for key, value in params.items():
+            if value is None:
+                continue
+            arr = np.asarray(value)
+            dtype: str | None
+            if isinstance(dtypes, Mapping):
+                dtype = dtypes.get(key)
+            elif dtypes is not None:
+                dtype = dtypes
+            else:
+                dtype = self.save_dtype if arr.dtype.kind == "f" else None
+            if dtype is not None:
+                arr = arr.astype(dtype, copy=False)
+            f.create_dataset(prefix + key, data=arr)
+
+    @staticmethod
+    def _load_params_to_dict(
+        f: h5py.File,
+        name: str | None,
+        params: Iterable[str],
+        dtypes: DTypeSpec = None,
+        *,
+        optional: Iterable[str] = (),
+    ) -> dict[str, Any]:
+        """Read the datasets ``<name>/<key>`` for each key in ``params``.
+
+        Args:
+            f: an HDF5 file open for reading.
+            name: the model's ``name`` (group prefix); ``None`` or ``""`` means the file root.
+            params: parameter names to read.
+            dtypes: dtype(s) to cast to; ``None`` keeps the stored dtype (lossless).
+            optional: names that may be absent (returned as ``None``).
+
+        Raises:
+            HyperionFileError: naming the file and dataset when a required one is missing or
+                unreadable.
+        """
+        prefix = f"{name}/" if name else ""
+        allowed_missing = set(optional)
+        out: dict[str, Any] = {}
+        for key in params:
+            dataset = prefix + key
+            if dataset not in f:
+                if key in allowed_missing:
+                    out[key] = None
+                    continue
+                raise HyperionFileError(f"{f.filename}: missing parameter dataset /{dataset}", path=f.filename)
+            node = f[dataset]
+            if not isinstance(node, h5py.Dataset):
+                raise HyperionFileError(f"{f.filename}: /{dataset} is a group, expected a dataset", path=f.filename)
+            try:
+                arr = np.asarray(node[()])
+            except (OSError, ValueError, TypeError) as err:
+                raise HyperionFileError(
+                    f"{f.filename}: cannot read /{dataset} (truncated or corrupt?): {err}", path=f.filename
+                ) from err
+            dtype = dtypes.get(key) if isinstance(dtypes, Mapping) else dtypes
+            out[key] = arr.astype(dtype, copy=False) if dtype is not None else arr
+        return out
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: PathLike, *, allow_pickle: bool = False) -> Path:
+        """Write the model to ``path`` atomically.
+
+        ``.pkl``/``.pickle`` paths pickle the whole object (only with ``allow_pickle=True``);
+        any other path gets the HDF5 format described in the module docstring.
+
+        Returns:
+            The written path.
+
+        Raises:
+            UnsafeFormatError: for a pickle path without ``allow_pickle=True``.
+            StrictJSONError: if the config is not strict JSON.
+        """
+        target = Path(path)
+        if _is_pickle_path(target):
+            if not allow_pickle:
+                raise _refuse_pickle(target, "write")
+            data = pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
+
+            def write_pickle(tmp: Path) -> None:
+                tmp.write_bytes(data)
+
+            atomic_write(target, write_pickle)
+            return target
+        text = self.to_json()
+
+        def write(tmp: Path) -> None:
+            with h5py.File(tmp, "w") as f:
+                f.create_dataset(CONFIG_DATASET, data=np.bytes_(text.encode("utf-8")))
+                self.save_params(f)
+
+        atomic_write(target, write)
+        return target
+
+    @staticmethod
+    def _load_pickle(path: Path, allow_pickle: bool) -> Any:
+        if not allow_pickle:
+            raise _refuse_pickle(path, "load")
+        try:
+            with path.open("rb") as handle:
+                return pickle.load(handle)
+        except FileNotFoundError as err:
+            raise HyperionFileError(f"{path}: no such file", path=path) from err
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as err:
+            raise HyperionFileError(f"{path}: cannot unpickle: {err}", path=path) from err
+
+    @classmethod
+    def _load_open(cls, f: h5py.File, config: dict[str, Any], path: Path) -> Self:
+        try:
+            checked = cls.check_config(config)
+            return cls.load_params(f, checked)
+        except (HyperionFileError, UnknownHyperionClassError):
+            raise
+        except UnknownConfigKeyError as err:
+            raise UnknownConfigKeyError(f"{path}: {cls.__name__}", err.unknown, err.known) from err
+        except ConfigError as err:
+            raise ConfigError(f"{path}: {err}", config_type=err.config_type, key=err.key) from err
+        except HyperionError as err:
+            raise HyperionFileError(f"{path}: {err}", path=path) from err
+        except VoiceHubError:
+            raise
+        except (OSError, KeyError, ValueError, TypeError) as err:
+            raise HyperionFileError(f"{path}: cannot load {cls.__name__} parameters: {err}", path=path) from err
+
+    @classmethod
+    def load(cls, path: PathLike, *, allow_pickle: bool = False) -> Self:
+        """Load a model of this class (or a subclass) from ``path``.
+
+        Raises:
+            HyperionFileError: for a missing, truncated, corrupt or malformed file.
+            UnsafeFormatError: for a pickle without ``allow_pickle=True``.
+            ConfigError: if the file holds another class or an invalid config.
+        """
+        file = Path(path)
+        if _is_pickle_path(file):
+            obj = cls._load_pickle(file, allow_pickle)
+            if not isinstance(obj, cls):
+                raise HyperionFileError(f"{file}: holds a {type(obj).__name__}, expected {cls.__name__}", path=file)
+            return obj
+        with open_hdf5(file) as f:
+            config = read_config_dataset(f, file)
+            target = cls
+            if config["class_name"] != cls.__name__:
+                found = _registry.resolve(config["class_name"])
+                if found is None or not issubclass(found, cls):
+                    raise ConfigError(
+                        f"{file}: holds a {config['class_name']!r} model, expected {cls.__name__}; "
+                        "use HyperNPModel.auto_load to load any class",
+                        config_type=cls.__name__,
+                        key="class_name",
+                    )
+                target = found
+            return target._load_open(f, config, file)
+
+    @classmethod
+    def load_config(cls, path: PathLike, *, allow_pickle: bool = False) -> dict[str, Any]:
+        """Read only the configuration of a saved model.
+
+        Accepts a Hyperion HDF5 file, a plain JSON text file holding the config object, or (with
+        ``allow_pickle=True``) a pickled model.
+
+        Raises:
+            HyperionFileError: if the file is missing or neither HDF5 nor a JSON config.
+            UnsafeFormatError: for a pickle without ``allow_pickle=True``.
+        """
+        file = Path(path)
+        if _is_pickle_path(file):
+            obj = cls._load_pickle(file, allow_pickle)
+            if not isinstance(obj, HyperNPModel):
+                raise HyperionFileError(f"{file}: holds a {type(obj).__name__}, not a HyperNPModel", path=file)
+            return obj.get_config()
+        if file.is_file() and not h5py.is_hdf5(file):
+            with file.open("rb") as handle:
+                head = handle.read(1)
+            if head and head != _PICKLE_MAGIC and head != _HDF5_SIGNATURE[:1]:
+                return parse_config_text(file.read_bytes(), file)
+        with open_hdf5(file) as f:
+            return read_config_dataset(f, file)
+
+    @staticmethod
+    def auto_load(
+        path: PathLike,
+        extra_objs: Mapping[str, type[HyperNPModel]] | None = None,
+        *,
+        allow_pickle: bool = False,
+    ) -> HyperNPModel:
+        """Load a model of any registered class, chosen by the file's ``class_name``.
+
+        Works in a fresh process: maintained classes are found through a lazy catalog, plug-ins
+        through the ``voicehub.hyperion_np_models`` entry-point group.
+
+        Args:
+            path: the model file.
+            extra_objs: explicit ``class_name -> class`` mapping for caller-supplied plug-in
+                classes; it takes precedence over the registry.
+            allow_pickle: allow ``.pkl`` files (trusted files only).
+
+        Raises:
+            UnknownHyperionClassError: if ``class_name`` is not registered, naming the file.
+            HyperionFileError, UnsafeFormatError, ConfigError: as for :meth:`load`.
+        """
+        file = Path(path)
+        if _is_pickle_path(file):
+            obj = HyperNPModel._load_pickle(file, allow_pickle)
+            if not isinstance(obj, HyperNPModel):
+                raise HyperionFileError(f"{file}: holds a {type(obj).__name__}, not a HyperNPModel", path=file)
+            return obj
+        with open_hdf5(file) as f:
+            config = read_config_dataset(f, file)
+            class_name = config["class_name"]
+            target = (extra_objs or {}).get(class_name) or _registry.resolve(class_name)
+            if target is None:
+                names = set(_registry.available()) | set(extra_objs or {})
+                raise UnknownHyperionClassError(class_name, names, path=file)
+            if not (isinstance(target, type) and issubclass(target, HyperNPModel)):
+                raise ConfigError(f"{file}: class {class_name!r} resolves to {target!r}, not a HyperNPModel")
+            return target._load_open(f, config, file)
+
+    # ------------------------------------------------------------------ misc
+    def copy(self) -> Self:
+        """Return a deep copy of the model."""
+        return copy.deepcopy(self)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in self.get_config().items() if k != "class_name")
+        return f"{type(self).__name__}({fields})"
+
+
+__all__ = ["CONFIG_DATASET", "PICKLE_SUFFIXES", "DTypeSpec", "HyperNPModel", "atomic_write", "open_hdf5"]

@@ -1,0 +1,571 @@
+"""Probabilistic linear discriminant analysis (PLDA) back-ends: ``SPLDA`` and ``FRPLDA``.
+
+Both are Gaussian two-covariance models of speaker embeddings ``x`` (dim,) with a class mean
+``mu``, a between-class covariance ``Sb`` and a within-class covariance ``Sw`` (Prince & Elder
+2007; Brümmer & de Villiers 2010, "The speaker partitioning problem"):
+
+* ``SPLDA`` (simplified PLDA): ``x = mu + V^T y + e``, ``y ~ N(0, I)`` (y_dim,),
+  ``e ~ N(0, W^-1)``; parameters ``mu`` (dim,), ``V`` (y_dim, dim), ``W`` (dim, dim) precision.
+* ``FRPLDA`` (full-rank PLDA): ``y ~ N(mu, B^-1)``, ``x = y + e``, ``e ~ N(0, W^-1)``;
+  parameters ``mu`` (dim,), ``B`` and ``W`` (dim, dim) precisions.
+
+Training is EM with a maximum-likelihood M-step and, for SPLDA, the minimum-divergence step
+(Kenny 2010, "Bayesian speaker verification with heavy-tailed priors"; Villalba, "SPLDA" notes),
+the same algorithm as upstream Hyperion, vectorized: the per-class posteriors share one
+eigendecomposition instead of one matrix inversion per distinct class size.
+
+Scoring diagonalizes ``Sb`` and ``Sw`` jointly once per model (generalized eigenproblem,
+``U^T Sw U = I``, ``U^T Sb U = diag(d)``), after which the log-likelihood ratio of a trial is a
+sum of independent per-dimension terms and a whole enrolment x test grid is one matrix product.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Self
+
+import h5py
+import numpy as np
+from numpy.typing import NDArray
+from scipy import linalg
+
+from voicehub.hyperion.errors import HyperionInputError
+from voicehub.hyperion.np._checks import (
+    FloatArray,
+    as_labels,
+    as_matrix,
+    check_bool,
+    check_choice,
+    check_int,
+    class_stats,
+    param,
+    require,
+)
+from voicehub.hyperion.np.model import HyperNPModel
+
+NvsMMethod = Literal["book", "vavg", "vavg-lnorm", "savg"]
+"""Multi-session scoring: exact LLR ("book"), average embeddings (optionally length-normed), average scores."""
+
+_LOG_2PI = float(np.log(2 * np.pi))
+
+
+def chol_pd(matrix: FloatArray, what: str = "matrix") -> FloatArray:
+    """Upper Cholesky factor ``R`` (``R^T R = A``) of a symmetric positive-definite matrix.
+
+    A jitter of up to 1e-2 x mean(|diag|) is added when the matrix is numerically singular
+    (few training vectors for the dimension).
+
+    Raises:
+        HyperionInputError: if the matrix stays indefinite.
+    """
+    sym = 0.5 * (matrix + matrix.T)
+    eye = np.eye(sym.shape[0])
+    scale = max(float(np.mean(np.abs(np.diag(sym)))), np.finfo(np.float64).tiny)
+    for jitter in (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2):
+        try:
+            factor: FloatArray = linalg.cholesky(sym + jitter * scale * eye, lower=False, check_finite=False)
+        except linalg.LinAlgError:
+            continue
+        return factor
+    raise HyperionInputError(f"PLDA: {what} is not positive definite (too few or collinear training vectors?)")
+
+
+def inv_pd(matrix: FloatArray, what: str = "matrix") -> FloatArray:
+    """Inverse of a symmetric positive-definite matrix via :func:`chol_pd` (symmetric result)."""
+    factor = chol_pd(matrix, what)
+    inv: FloatArray = linalg.cho_solve((factor, False), np.eye(factor.shape[0]), check_finite=False)
+    return 0.5 * (inv + inv.T)
+
+
+def logdet_pd(matrix: FloatArray, what: str = "matrix") -> float:
+    """log det of a symmetric positive-definite matrix."""
+    return 2.0 * float(np.sum(np.log(np.diag(chol_pd(matrix, what)))))
+
+
+@dataclass(frozen=True, slots=True)
+class _Scorer:
+    """Jointly diagonalized two-covariance model: ``z = (x - mu) @ U``, per-dimension ``d``."""
+
+    mu: FloatArray
+    U: FloatArray  # (dim, k)
+    d: FloatArray  # (k,) between-class variances in the whitened space
+    a: FloatArray  # (k,) quadratic coefficient of the 1-vs-1 LLR
+    b: FloatArray  # (k,) cross coefficient of the 1-vs-1 LLR
+    c: float  # constant of the 1-vs-1 LLR
+
+    @classmethod
+    def build(cls, mu: FloatArray, sb: FloatArray, sw: FloatArray) -> _Scorer:
+        d, u = linalg.eigh(0.5 * (sb + sb.T), 0.5 * (sw + sw.T), check_finite=False)
+        keep = d > 1e-12 * max(float(d[-1]), 0.0)
+        d, u = d[keep], np.ascontiguousarray(u[:, keep])
+        a = -0.5 * d * d / ((d + 1.0) * (2.0 * d + 1.0))
+        b = d / (2.0 * d + 1.0)
+        c = 0.5 * float(np.sum(2.0 * np.log1p(d) - np.log1p(2.0 * d)))
+        return cls(mu=mu, U=u, d=d, a=a, b=b, c=c)
+
+    def project(self, x: FloatArray) -> FloatArray:
+        z: FloatArray = (np.asarray(x, dtype=np.float64) - self.mu) @ self.U
+        return z
+
+    def llr_1vs1(self, x1: FloatArray, x2: FloatArray) -> FloatArray:
+        u, v = self.project(x1), self.project(x2)
+        # One product computes  sum_k a_k (u_k^2 + v_k^2) + b_k u_k v_k + c  for the whole grid.
+        left = np.hstack([u * self.b, ((u * u) @ self.a + self.c)[:, None], np.ones((u.shape[0], 1))])
+        right = np.hstack([v, np.ones((v.shape[0], 1)), ((v * v) @ self.a)[:, None]])
+        scores: FloatArray = left @ right.T
+        return scores
+
+    def llr_book(self, s1: FloatArray, n1: FloatArray, s2: FloatArray, n2: FloatArray) -> FloatArray:
+        """Exact LLR of sets: ``s`` are sums of projected vectors (models, k), ``n`` their counts."""
+        d = self.d
+        scores = np.empty((s1.shape[0], s2.shape[0]))
+        for count1 in np.unique(n1):
+            rows = np.flatnonzero(n1 == count1)
+            r1 = d / (1.0 + count1 * d)
+            for count2 in np.unique(n2):
+                cols = np.flatnonzero(n2 == count2)
+                r2 = d / (1.0 + count2 * d)
+                w = d / (1.0 + (count1 + count2) * d)
+                const = -0.5 * float(
+                    np.sum(np.log1p((count1 + count2) * d) - np.log1p(count1 * d) - np.log1p(count2 * d))
+                )
+                a1, a2 = s1[rows], s2[cols]
+                block = (a1 * w) @ a2.T
+                block += 0.5 * ((a1 * a1) @ (w - r1))[:, None]
+                block += 0.5 * ((a2 * a2) @ (w - r2))[None, :]
+                scores[np.ix_(rows, cols)] = block + const
+        return scores
+
+
+def _group(owner: str, x: FloatArray, labels: Any) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+    ids, num = as_labels(owner, labels, x.shape[0])
+    counts, sums = class_stats(x, ids, num)
+    return counts, sums, ids
+
+
+class _PLDABase(HyperNPModel, register=False):
+    """Shared EM driver, scoring and serialization of the PLDA models."""
+
+    param_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, *, name: str | None, save_dtype: str | None) -> None:
+        super().__init__(name=name, save_dtype=save_dtype)
+        self._scorer_cache: tuple[tuple[int, ...], _Scorer] | None = None
+        self.elbo_history: list[float] = []
+
+    # subclasses -----------------------------------------------------------
+    def _params(self) -> dict[str, FloatArray | None]:
+        return {k: getattr(self, k) for k in self.param_names}
+
+    def covariances(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Return ``(mu (dim,), Sb (dim, dim), Sw (dim, dim))`` of the two-covariance model, float64."""
+        raise NotImplementedError
+
+    def _initialize(self, counts: FloatArray, sums: FloatArray, scatter: FloatArray) -> None:
+        raise NotImplementedError
+
+    def _em_step(self, counts: FloatArray, sums: FloatArray, scatter: FloatArray, use_ml: bool, use_md: bool) -> float:
+        raise NotImplementedError
+
+    # training --------------------------------------------------------------
+    def fit(
+        self,
+        x: Any,
+        labels: Any,
+        *,
+        epochs: int = 20,
+        ml_md: Literal["ml+md", "ml", "md"] = "ml+md",
+        md_epochs: tuple[int, ...] | None = None,
+    ) -> Self:
+        """Train by EM on embeddings ``x`` (num_rows, dim) with speaker ``labels`` (num_rows,).
+
+        An unfitted model is initialized from the data first (class-mean SVD / scatter).
+
+        Args:
+            x: float embeddings; length-normalize them first for best results.
+            labels: any hashable class labels, at least 2 distinct.
+            epochs: EM iterations (>= 1).
+            ml_md: which M-steps to run ("ml+md", "ml" or "md"; FRPLDA has no MD step).
+            md_epochs: 0-based epochs on which to run the MD step (``None`` = every epoch).
+
+        Returns:
+            ``self``; ``elbo_history`` holds the evidence lower bound before each M-step.
+
+        Raises:
+            HyperionInputError: for bad arrays, fewer than 2 classes, or degenerate statistics.
+        """
+        owner = type(self).__name__
+        check_int(owner, "epochs", epochs, minimum=1)
+        check_choice(owner, "ml_md", ml_md, ("ml+md", "ml", "md"))
+        data = np.asarray(as_matrix(owner, x), dtype=np.float64)
+        counts, sums, _ = _group(owner, data, labels)
+        if counts.shape[0] < 2:
+            raise HyperionInputError(f"{owner}.fit: needs at least 2 classes, got {counts.shape[0]}")
+        scatter = data.T @ data
+        if not self.is_fitted:
+            self._initialize(counts, sums, scatter)
+        self.elbo_history = []
+        for epoch in range(epochs):
+            use_md = ml_md != "ml" and (md_epochs is None or epoch in md_epochs)
+            self.elbo_history.append(self._em_step(counts, sums, scatter, ml_md != "md", use_md))
+        self._scorer_cache = None
+        return self
+
+    @property
+    def is_fitted(self) -> bool:
+        """Whether every parameter is set."""
+        return all(v is not None for v in self._params().values())
+
+    # scoring ---------------------------------------------------------------
+    def _scorer(self) -> _Scorer:
+        params = self._params()
+        require(type(self).__name__, **params)
+        key = tuple(id(v) for v in params.values())
+        if self._scorer_cache is None or self._scorer_cache[0] != key:
+            mu, sb, sw = self.covariances()
+            self._scorer_cache = (key, _Scorer.build(mu, sb, sw))
+        return self._scorer_cache[1]
+
+    @property
+    def x_dim(self) -> int | None:
+        """Embedding dimension, or ``None`` before fitting."""
+        mu = getattr(self, "mu", None)
+        return None if mu is None else int(mu.shape[0])
+
+    def llr_1vs1(self, x1: Any, x2: Any) -> FloatArray:
+        """Log-likelihood ratios of every (enrolment, test) pair.
+
+        ``llr = log p(x1, x2 | same speaker) - log p(x1, x2 | different speakers)``.
+
+        Args:
+            x1: float (num_enroll, dim) enrolment embeddings.
+            x2: float (num_test, dim) test embeddings.
+
+        Returns:
+            float64 (num_enroll, num_test) natural-log LLRs.
+
+        Raises:
+            NotFittedError: before fitting or loading.
+            HyperionInputError: for wrong shapes or non-finite values.
+        """
+        scorer = self._scorer()
+        owner = type(self).__name__
+        a = as_matrix(owner, x1, dim=self.x_dim, what="x1")
+        b = as_matrix(owner, x2, dim=self.x_dim, what="x2")
+        return scorer.llr_1vs1(a, b)
+
+    def llr_NvsM(self, x1: Any, x2: Any, ids1: Any, ids2: Any, *, method: NvsMMethod = "book") -> FloatArray:
+        """LLRs between multi-session models: rows of ``x1`` grouped by ``ids1``, of ``x2`` by ``ids2``.
+
+        Args:
+            x1: float (num_rows1, dim); x2: float (num_rows2, dim).
+            ids1: (num_rows1,) model labels; ids2: (num_rows2,) labels. Output rows and columns
+                follow the sorted unique labels (``np.unique``).
+            method: "book" = exact LLR of the two sets under the model; "vavg" = score the mean
+                embeddings; "vavg-lnorm" = length-normalize the means first; "savg" = average
+                the 1-vs-1 scores.
+
+        Returns:
+            float64 (num_models1, num_models2).
+
+        Raises:
+            NotFittedError, HyperionInputError: as :meth:`llr_1vs1`; ConfigError for a bad method.
+        """
+        owner = type(self).__name__
+        check_choice(owner, "method", method, ("book", "vavg", "vavg-lnorm", "savg"))
+        scorer = self._scorer()
+        a = np.asarray(as_matrix(owner, x1, dim=self.x_dim, what="x1"), dtype=np.float64)
+        b = np.asarray(as_matrix(owner, x2, dim=self.x_dim, what="x2"), dtype=np.float64)
+        n1, f1, g1 = _group(owner, a, ids1)
+        n2, f2, g2 = _group(owner, b, ids2)
+        if method == "book":
+            s1 = (f1 - n1[:, None] * scorer.mu) @ scorer.U
+            s2 = (f2 - n2[:, None] * scorer.mu) @ scorer.U
+            return scorer.llr_book(s1, n1, s2, n2)
+        if method == "savg":
+            single = scorer.llr_1vs1(a, b)
+            rows = class_stats(single, g1, n1.shape[0])[1] / n1[:, None]
+            return class_stats(rows.T.copy(), g2, n2.shape[0])[1].T / n2[None, :]
+        m1, m2 = f1 / n1[:, None], f2 / n2[:, None]
+        if method == "vavg-lnorm":
+            m1 = m1 * np.sqrt(m1.shape[1]) / (np.linalg.norm(m1, axis=1, keepdims=True) + 1e-10)
+            m2 = m2 * np.sqrt(m2.shape[1]) / (np.linalg.norm(m2, axis=1, keepdims=True) + 1e-10)
+        return scorer.llr_1vs1(m1, m2)
+
+    # serialization ---------------------------------------------------------
+    def save_params(self, f: h5py.File) -> None:
+        """Write the model's parameter arrays."""
+        self._save_params_from_dict(f, self._params())
+
+    @classmethod
+    def load_params(cls, f: h5py.File, config: dict[str, Any]) -> Self:
+        """Read the model's parameter arrays (all required)."""
+        return cls.from_config(config, **cls._load_params_to_dict(f, config["name"], cls.param_names))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_scorer_cache"] = None
+        return state
+
+
+def _check_square(owner: str, key: str, value: FloatArray | None, dim: int | None) -> None:
+    if value is not None and dim is not None and value.shape != (dim, dim):
+        raise HyperionInputError(f"{owner}.{key}: expected shape ({dim}, {dim}), got {value.shape}")
+
+
+class SPLDA(_PLDABase):
+    """Simplified PLDA: low-rank speaker subspace ``V`` plus full (or diagonal) within-class precision ``W``.
+
+    Args:
+        y_dim: speaker-subspace rank; ``None`` = min(dim, num_classes - 1) at the first fit.
+        mu: float (dim,) global mean.
+        V: float (y_dim, dim) speaker loading matrix (rows span the subspace).
+        W: float (dim, dim) within-class precision.
+        fullcov_W: full (``True``) or diagonal within-class covariance.
+        update_mu, update_V, update_W: which parameters EM re-estimates.
+        name, save_dtype: see :class:`HyperNPModel`.
+
+    Raises:
+        ConfigError: for settings of the wrong type; HyperionInputError: for inconsistent shapes.
+    """
+
+    param_names = ("mu", "V", "W")
+    legacy_keys: ClassVar[Mapping[str, str | None]] = {"x_dim": None}
+
+    def __init__(
+        self,
+        y_dim: int | None = None,
+        mu: Any = None,
+        V: Any = None,
+        W: Any = None,
+        fullcov_W: bool = True,
+        update_mu: bool = True,
+        update_V: bool = True,
+        update_W: bool = True,
+        *,
+        name: str | None = None,
+        save_dtype: str | None = None,
+    ) -> None:
+        super().__init__(name=name, save_dtype=save_dtype)
+        owner = type(self).__name__
+        self.mu = param(owner, "mu", mu, ndim=1)
+        self.V = param(owner, "V", V, ndim=2)
+        self.W = param(owner, "W", W, ndim=2)
+        self.y_dim = check_int(owner, "y_dim", y_dim, minimum=1, optional=True)
+        if self.V is not None:
+            self.y_dim = int(self.V.shape[0])
+            if self.mu is not None and self.V.shape[1] != self.mu.shape[0]:
+                raise HyperionInputError(f"{owner}: V has shape {self.V.shape} but mu has {self.mu.shape}")
+        _check_square(owner, "W", self.W, self.x_dim)
+        self.fullcov_W = check_bool(owner, "fullcov_W", fullcov_W)
+        self.update_mu = check_bool(owner, "update_mu", update_mu)
+        self.update_V = check_bool(owner, "update_V", update_V)
+        self.update_W = check_bool(owner, "update_W", update_W)
+
+    def get_config(self) -> dict[str, Any]:
+        """Config: base keys plus ``y_dim``, ``fullcov_W`` and the ``update_*`` flags."""
+        return {
+            **super().get_config(),
+            "y_dim": self.y_dim,
+            "fullcov_W": self.fullcov_W,
+            "update_mu": self.update_mu,
+            "update_V": self.update_V,
+            "update_W": self.update_W,
+        }
+
+    def covariances(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """``Sb = V^T V``, ``Sw = W^-1``."""
+        require(type(self).__name__, mu=self.mu, V=self.V, W=self.W)
+        v = np.asarray(self.V, dtype=np.float64)
+        return np.asarray(self.mu, dtype=np.float64), v.T @ v, inv_pd(np.asarray(self.W, np.float64), "W")
+
+    def _initialize(self, counts: FloatArray, sums: FloatArray, scatter: FloatArray) -> None:
+        means = sums / counts[:, None]
+        mu = means.mean(axis=0)
+        _, s, vt = linalg.svd(means - mu, full_matrices=False)
+        limit = min(sums.shape[1], counts.shape[0] - 1)
+        self.y_dim = min(self.y_dim or limit, s.shape[0])
+        self.mu = mu
+        self.V = s[: self.y_dim, None] * vt[: self.y_dim]
+        within = (scatter - (means * counts[:, None]).T @ means) / counts.sum()
+        self.W = inv_pd(within, "within-class covariance") if self.fullcov_W else np.diag(1 / np.diag(within))
+
+    def _em_step(self, counts: FloatArray, sums: FloatArray, scatter: FloatArray, use_ml: bool, use_md: bool) -> float:
+        mu, v, w = (np.asarray(p, dtype=np.float64) for p in (self.mu, self.V, self.W))
+        num_classes, total = counts.shape[0], counts.sum()
+        y_dim, x_dim = v.shape
+        wv = w @ v.T  # (dim, y_dim)
+        vv = v @ wv  # (y_dim, y_dim)
+        lam, q = linalg.eigh(0.5 * (vv + vv.T), check_finite=False)
+        lam = np.maximum(lam, 0.0)
+        # E-step: posterior of y_i is N(L_i^-1 gamma_i, L_i^-1) with L_i = I + N_i V W V^T.
+        gamma = (sums - counts[:, None] * mu) @ wv
+        inv_diag = 1.0 / (1.0 + counts[:, None] * lam)  # (classes, y_dim) eigenvalues of L_i^-1
+        y = ((gamma @ q) * inv_diag) @ q.T
+        logdet_l = -np.log(inv_diag).sum(axis=1)
+        logpy = -0.5 * y_dim * _LOG_2PI + 0.5 * (logdet_l - np.einsum("ij,ij->i", y, gamma))
+        py = (q * inv_diag.sum(axis=0)) @ q.T + y.T @ y
+        ny = y * counts[:, None]
+        ry = (q * (counts[:, None] * inv_diag).sum(axis=0)) @ q.T + ny.T @ y
+        ry1 = ny.sum(axis=0)
+        cy = sums.T @ y  # (dim, y_dim)
+        f_tot = sums.sum(axis=0)
+        # ELBO (for monitoring), as upstream Hyperion computes it.
+        logdet_w = logdet_pd(w, "W")
+        fmu = np.outer(f_tot, mu)
+        s_hat = scatter - fmu - fmu.T + total * np.outer(mu, mu)
+        elbo = 0.5 * (-total * x_dim * _LOG_2PI + total * logdet_w - float(np.sum(w * s_hat)))
+        elbo += -0.5 * num_classes * y_dim * _LOG_2PI - float(logpy.sum())
+        if use_ml:
+            self._mstep_ml(total, f_tot, scatter, ry1, ry, cy)
+        if use_md:
+            mu_y = y.sum(axis=0) / num_classes
+            if self.update_mu:
+                self.mu = np.asarray(self.mu, np.float64) + mu_y @ np.asarray(self.V, np.float64)
+            if self.update_V:
+                cov_y = py / num_classes - np.outer(mu_y, mu_y)
+                self.V = chol_pd(cov_y, "posterior covariance of y") @ np.asarray(self.V, np.float64)
+        return float(elbo)
+
+    def _mstep_ml(
+        self, total: float, f_tot: FloatArray, scatter: FloatArray, ry1: FloatArray, ry: FloatArray, cy: FloatArray
+    ) -> None:
+        mu, v = np.asarray(self.mu, np.float64), np.asarray(self.V, np.float64)
+        r_tilde = np.block([[ry, ry1[:, None]], [ry1[None, :], np.array([[total]])]])
+        c_tilde = np.hstack([cy, f_tot[:, None]])
+        if self.update_mu and self.update_V:
+            v_tilde = linalg.solve(r_tilde, c_tilde.T, assume_a="pos")
+            v, mu = v_tilde[:-1], v_tilde[-1]
+        elif self.update_mu:
+            mu = (f_tot - ry1 @ v) / total
+        elif self.update_V:
+            v = linalg.solve(ry, cy.T - np.outer(ry1, mu), assume_a="pos")
+        if self.update_W:
+            if self.update_mu and self.update_V:
+                cov_w = (scatter - cy @ v - np.outer(f_tot, mu)) / total
+            else:
+                v_tilde = np.vstack([v, mu])
+                cvt = c_tilde @ v_tilde
+                cov_w = (scatter - cvt - cvt.T + v_tilde.T @ r_tilde @ v_tilde) / total
+            self.W = inv_pd(cov_w, "within-class covariance") if self.fullcov_W else np.diag(1 / np.diag(cov_w))
+        self.mu, self.V = mu, v
+
+    def sample(self, num_classes: int, num_per_class: int, rng: np.random.Generator) -> tuple[FloatArray, NDArray[Any]]:
+        """Draw ``num_classes * num_per_class`` embeddings from the model.
+
+        Returns:
+            ``(x (num_classes*num_per_class, dim) float64, labels (same,) int)``.
+        """
+        mu, _, sw = self.covariances()
+        chol_w = linalg.cholesky(sw, lower=False)
+        y = rng.standard_normal((num_classes, int(np.asarray(self.V).shape[0]))) @ np.asarray(self.V, np.float64)
+        labels = np.repeat(np.arange(num_classes), num_per_class)
+        noise = rng.standard_normal((labels.shape[0], mu.shape[0])) @ chol_w
+        return mu + y[labels] + noise, labels
+
+
+class FRPLDA(_PLDABase):
+    """Full-rank PLDA: speaker means ``y ~ N(mu, B^-1)``, embeddings ``x ~ N(y, W^-1)``.
+
+    Fixes two upstream EM defects: the within-class update now includes the posterior
+    covariance of ``y`` (upstream left it out of ``Ry``), and the between-class update with
+    ``update_mu=False`` uses ``mu ybar^T + ybar mu^T`` (upstream subtracted one term twice).
+
+    Args:
+        mu: float (dim,) mean of speaker means.
+        B: float (dim, dim) between-class precision.
+        W: float (dim, dim) within-class precision.
+        fullcov_W: full (``True``) or diagonal within-class covariance.
+        update_mu, update_B, update_W: which parameters EM re-estimates.
+        name, save_dtype: see :class:`HyperNPModel`.
+    """
+
+    param_names = ("mu", "B", "W")
+    legacy_keys: ClassVar[Mapping[str, str | None]] = {"x_dim": None, "y_dim": None}
+
+    def __init__(
+        self,
+        mu: Any = None,
+        B: Any = None,
+        W: Any = None,
+        fullcov_W: bool = True,
+        update_mu: bool = True,
+        update_B: bool = True,
+        update_W: bool = True,
+        *,
+        name: str | None = None,
+        save_dtype: str | None = None,
+    ) -> None:
+        super().__init__(name=name, save_dtype=save_dtype)
+        owner = type(self).__name__
+        self.mu = param(owner, "mu", mu, ndim=1)
+        self.B = param(owner, "B", B, ndim=2)
+        self.W = param(owner, "W", W, ndim=2)
+        _check_square(owner, "B", self.B, self.x_dim)
+        _check_square(owner, "W", self.W, self.x_dim)
+        self.fullcov_W = check_bool(owner, "fullcov_W", fullcov_W)
+        self.update_mu = check_bool(owner, "update_mu", update_mu)
+        self.update_B = check_bool(owner, "update_B", update_B)
+        self.update_W = check_bool(owner, "update_W", update_W)
+
+    def get_config(self) -> dict[str, Any]:
+        """Config: base keys plus ``fullcov_W`` and the ``update_*`` flags."""
+        return {
+            **super().get_config(),
+            "fullcov_W": self.fullcov_W,
+            "update_mu": self.update_mu,
+            "update_B": self.update_B,
+            "update_W": self.update_W,
+        }
+
+    def covariances(self) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """``Sb = B^-1``, ``Sw = W^-1``."""
+        require(type(self).__name__, mu=self.mu, B=self.B, W=self.W)
+        return (
+            np.asarray(self.mu, dtype=np.float64),
+            inv_pd(np.asarray(self.B, np.float64), "B"),
+            inv_pd(np.asarray(self.W, np.float64), "W"),
+        )
+
+    def _initialize(self, counts: FloatArray, sums: FloatArray, scatter: FloatArray) -> None:
+        means = sums / counts[:, None]
+        within = (scatter - (means * counts[:, None]).T @ means) / counts.sum()
+        self.mu = means.mean(axis=0)
+        between = means.T @ means / means.shape[0] - np.outer(self.mu, self.mu)
+        self.B = inv_pd(between, "between-class covariance")
+        self.W = inv_pd(within, "within-class covariance")
+
+    def _em_step(self, counts: FloatArray, sums: FloatArray, scatter: FloatArray, use_ml: bool, use_md: bool) -> float:
+        mu, b, w = (np.asarray(p, dtype=np.float64) for p in (self.mu, self.B, self.W))
+        num_classes, total = counts.shape[0], counts.sum()
+        dim = mu.shape[0]
+        # Joint diagonalization Q^T B Q = I, Q^T W Q = diag(lam): L_i^-1 = Q diag(1/(1+N_i lam)) Q^T.
+        lam, q = linalg.eigh(0.5 * (w + w.T), 0.5 * (b + b.T), check_finite=False)
+        gamma = sums @ w + mu @ b
+        inv_diag = 1.0 / (1.0 + counts[:, None] * lam)
+        y = ((gamma @ q) * inv_diag) @ q.T
+        logdet_b = logdet_pd(b, "B")
+        logdet_l = logdet_b - np.log(inv_diag).sum(axis=1)
+        logpy = -0.5 * dim * _LOG_2PI + 0.5 * (logdet_l - np.einsum("ij,ij->i", y, gamma))
+        py = (q * inv_diag.sum(axis=0)) @ q.T + y.T @ y
+        ry = (q * (counts[:, None] * inv_diag).sum(axis=0)) @ q.T + (y * counts[:, None]).T @ y
+        cy = sums.T @ y
+        logdet_w = logdet_pd(w, "W")
+        elbo = 0.5 * (-total * dim * _LOG_2PI + total * logdet_w - float(np.sum(w * scatter)))
+        elbo += 0.5 * num_classes * (-dim * _LOG_2PI + logdet_b - float(mu @ b @ mu)) - float(logpy.sum())
+        if use_ml:
+            y_bar = y.sum(axis=0) / num_classes
+            if self.update_mu:
+                mu = y_bar
+            if self.update_B:
+                cross = np.outer(mu, y_bar)
+                self.B = inv_pd(py / num_classes - cross - cross.T + np.outer(mu, mu), "between-class covariance")
+            if self.update_W:
+                cov_w = (scatter - cy - cy.T + ry) / total
+                self.W = inv_pd(cov_w, "within-class covariance") if self.fullcov_W else np.diag(1 / np.diag(cov_w))
+            self.mu = mu
+        return float(elbo)
+
+
+__all__ = ["FRPLDA", "SPLDA", "NvsMMethod", "chol_pd", "inv_pd", "logdet_pd"]

@@ -1,0 +1,429 @@
+"""Feature transforms for speaker embeddings: centering/whitening, length norm, PCA, LDA, chains.
+
+All transforms map ``x`` of shape (num_rows, in_dim) to (num_rows, out_dim) and keep the
+input's floating dtype (float32 stays float32; integer input becomes float64). Parameter names
+and config keys follow the upstream Hyperion toolkit so its files load unchanged:
+``mu`` (in_dim,) and ``T`` (in_dim, out_dim) stored at ``/<name>/mu``, ``/<name>/T``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Self
+
+import h5py
+import numpy as np
+from scipy import linalg
+
+from voicehub.core.errors import ConfigError
+from voicehub.hyperion.errors import HyperionInputError, UnknownHyperionClassError
+from voicehub.hyperion.np import _registry
+from voicehub.hyperion.np._checks import (
+    FloatArray,
+    as_labels,
+    as_matrix,
+    check_bool,
+    check_float,
+    check_int,
+    class_stats,
+    param,
+    require,
+)
+from voicehub.hyperion.np.model import HyperNPModel
+
+_EIG_FLOOR = 1e-10
+"""Eigenvalues below this fraction of the largest are treated as zero (rank-deficient data)."""
+
+
+def _sign_fix(vectors: FloatArray) -> FloatArray:
+    """Flip eigenvector columns so the first row is non-negative (makes the basis unique)."""
+    flip = vectors[0, :] < 0
+    vectors[:, flip] *= -1
+    return vectors
+
+
+def _covariance(x: FloatArray) -> tuple[FloatArray, FloatArray]:
+    mu = x.mean(axis=0, dtype=np.float64)
+    delta = np.asarray(x, dtype=np.float64) - mu
+    return mu, delta.T @ delta / x.shape[0]
+
+
+class NPTransform(HyperNPModel, register=False):
+    """Base of transforms with ``predict(x) -> x'`` that a :class:`TransformList` can chain."""
+
+    def predict(self, x: Any) -> FloatArray:
+        """Apply the transform to ``x`` (num_rows, in_dim)."""
+        raise NotImplementedError
+
+    def __call__(self, x: Any) -> FloatArray:
+        return self.predict(x)
+
+
+class CentWhiten(NPTransform):
+    """Centering and whitening: ``(x - mu) @ T`` with ``T`` the inverse square root of the covariance.
+
+    ``T`` = V diag(d)^-1/2 from the eigendecomposition of the ML covariance, eigenvalues in
+    descending order; directions with zero variance are dropped (out_dim = rank).
+
+    Args:
+        mu: float (in_dim,) mean, or ``None`` until fitted.
+        T: float (in_dim, out_dim) whitening matrix, or ``None`` until fitted.
+        update_mu: whether :meth:`fit` re-estimates ``mu``.
+        update_t: whether :meth:`fit` re-estimates ``T`` (upstream wrote this key but read
+            ``update_T``, silently losing it; here the two agree).
+        name: HDF5 group prefix (see :class:`HyperNPModel`).
+        save_dtype: storage dtype for the parameters, ``None`` = lossless.
+
+    Raises:
+        ConfigError: for a flag that is not a bool.
+        HyperionInputError: for ``mu``/``T`` of the wrong rank or inconsistent shapes.
+    """
+
+    def __init__(
+        self,
+        mu: Any = None,
+        T: Any = None,  # (upstream parameter name, part of the file format)
+        update_mu: bool = True,
+        update_t: bool = True,
+        *,
+        name: str | None = None,
+        save_dtype: str | None = None,
+    ) -> None:
+        super().__init__(name=name, save_dtype=save_dtype)
+        owner = type(self).__name__
+        self.mu = param(owner, "mu", mu, ndim=1)
+        self.T = param(owner, "T", T, ndim=2)
+        if self.mu is not None and self.T is not None and self.T.shape[0] != self.mu.shape[0]:
+            raise HyperionInputError(f"{owner}: mu has shape {self.mu.shape} but T has shape {self.T.shape}")
+        self.update_mu = check_bool(owner, "update_mu", update_mu)
+        self.update_t = check_bool(owner, "update_t", update_t)
+
+    legacy_keys: ClassVar[Mapping[str, str | None]] = {"update_T": "update_t"}
+
+    def get_config(self) -> dict[str, Any]:
+        """Config: base keys plus ``update_mu`` and ``update_t``."""
+        return {**super().get_config(), "update_mu": self.update_mu, "update_t": self.update_t}
+
+    @property
+    def in_dim(self) -> int | None:
+        """Input dimension, or ``None`` before fitting."""
+        if self.mu is not None:
+            return int(self.mu.shape[0])
+        return int(self.T.shape[0]) if self.T is not None else None
+
+    def fit(self, x: Any) -> Self:
+        """Estimate ``mu`` and ``T`` from ``x`` (num_rows, dim), num_rows >= 2.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            HyperionInputError: for a bad array or fewer than 2 rows.
+        """
+        data = as_matrix(type(self).__name__, x)
+        if data.shape[0] < 2:
+            raise HyperionInputError(f"{type(self).__name__}.fit: needs at least 2 rows, got {data.shape[0]}")
+        mu, cov = _covariance(data)
+        if self.update_mu:
+            self.mu = mu
+        if self.update_t:
+            d, v = linalg.eigh(cov)
+            d, v = d[::-1], v[:, ::-1]
+            keep = d > _EIG_FLOOR * max(float(d[0]), 0.0)
+            self.T = np.ascontiguousarray(_sign_fix(v[:, keep] / np.sqrt(d[keep])))
+        return self
+
+    def _apply(self, data: FloatArray) -> FloatArray:
+        out = data
+        if self.mu is not None:
+            out = out - self.mu.astype(data.dtype, copy=False)
+        if self.T is not None:
+            projected: FloatArray = out @ self.T.astype(data.dtype, copy=False)
+            return projected
+        return out
+
+    def predict(self, x: Any) -> FloatArray:
+        """Return ``(x - mu) @ T``, shape (num_rows, out_dim), dtype of ``x``.
+
+        Raises:
+            NotFittedError: before :meth:`fit` or loading.
+            HyperionInputError: for a wrong shape or non-finite values.
+        """
+        require(type(self).__name__, mu=self.mu, T=self.T)
+        return self._apply(as_matrix(type(self).__name__, x, dim=self.in_dim))
+
+    def save_params(self, f: h5py.File) -> None:
+        """Write ``mu`` and ``T``."""
+        self._save_params_from_dict(f, {"mu": self.mu, "T": self.T})
+
+    @classmethod
+    def load_params(cls, f: h5py.File, config: dict[str, Any]) -> Self:
+        """Read ``mu`` and ``T`` (either may be absent in upstream files)."""
+        params = cls._load_params_to_dict(f, config["name"], ["mu", "T"], optional=["mu", "T"])
+        return cls.from_config(config, **params)
+
+
+class LNorm(CentWhiten):
+    """Length normalization (Garcia-Romero & Espy-Wilson 2011), optionally after centering/whitening.
+
+    ``y = sqrt(out_dim) * z / (||z|| + 1e-10)`` with ``z = (x - mu) @ T``; an unfitted LNorm (no
+    ``mu``/``T``) only normalizes the length, as upstream does.
+    """
+
+    def predict(self, x: Any) -> FloatArray:
+        """Return the length-normalized rows, shape (num_rows, out_dim), dtype of ``x``.
+
+        Raises:
+            HyperionInputError: for a wrong shape or non-finite values.
+        """
+        z = self._apply(as_matrix(type(self).__name__, x, dim=self.in_dim))
+        norms = np.sqrt(np.einsum("ij,ij->i", z, z))[:, None] + 1e-10
+        out: FloatArray = (np.sqrt(z.shape[1]) * z / norms).astype(z.dtype, copy=False)
+        return out
+
+
+class PCA(CentWhiten):
+    """Principal component analysis: ``(x - mu) @ T`` with the leading covariance eigenvectors.
+
+    Args:
+        pca_dim: number of components kept; ``None`` keeps all (or uses ``pca_var_r``).
+        pca_var_r: keep the fewest components whose variance ratio reaches this value (0, 1].
+        pca_min_dim: lower bound on the dimension chosen by ``pca_var_r``.
+        whiten: divide each component by its standard deviation (upstream forgot to save it).
+        mu, T, update_mu, update_t, name, save_dtype: as :class:`CentWhiten`.
+    """
+
+    def __init__(
+        self,
+        mu: Any = None,
+        T: Any = None,
+        update_mu: bool = True,
+        update_t: bool = True,
+        pca_dim: int | None = None,
+        pca_var_r: float | None = None,
+        pca_min_dim: int = 2,
+        whiten: bool = False,
+        *,
+        name: str | None = None,
+        save_dtype: str | None = None,
+    ) -> None:
+        super().__init__(mu, T, update_mu, update_t, name=name, save_dtype=save_dtype)
+        owner = type(self).__name__
+        self.pca_dim = check_int(owner, "pca_dim", pca_dim, minimum=1, optional=True)
+        self.pca_var_r = check_float(owner, "pca_var_r", pca_var_r, low=0.0, high=1.0, optional=True, open_low=True)
+        self.pca_min_dim = check_int(owner, "pca_min_dim", pca_min_dim, minimum=1)
+        self.whiten = check_bool(owner, "whiten", whiten)
+
+    def get_config(self) -> dict[str, Any]:
+        """Config: CentWhiten keys plus ``pca_dim``, ``pca_var_r``, ``pca_min_dim``, ``whiten``."""
+        return {
+            **super().get_config(),
+            "pca_dim": self.pca_dim,
+            "pca_var_r": self.pca_var_r,
+            "pca_min_dim": self.pca_min_dim,
+            "whiten": self.whiten,
+        }
+
+    def fit(self, x: Any) -> Self:
+        """Estimate ``mu`` and ``T`` from ``x`` (num_rows, dim).
+
+        Raises:
+            HyperionInputError: for a bad array, fewer than 2 rows, or ``pca_dim`` > dim.
+        """
+        owner = type(self).__name__
+        data = as_matrix(owner, x)
+        if data.shape[0] < 2:
+            raise HyperionInputError(f"{owner}.fit: needs at least 2 rows, got {data.shape[0]}")
+        mu, cov = _covariance(data)
+        if self.update_mu:
+            self.mu = mu
+        if not self.update_t:
+            return self
+        d, v = linalg.eigh(cov)
+        d, v = d[::-1], _sign_fix(np.ascontiguousarray(v[:, ::-1]))
+        dim = v.shape[1]
+        if self.pca_dim is not None:
+            if self.pca_dim > dim:
+                raise HyperionInputError(f"{owner}: pca_dim={self.pca_dim} exceeds the data dimension {dim}")
+            dim = self.pca_dim
+        elif self.pca_var_r is not None:
+            ratio = np.cumsum(d) / np.sum(d)
+            reached = int(np.searchsorted(ratio, self.pca_var_r - 1e-12)) + 1
+            dim = min(max(reached, self.pca_min_dim), v.shape[1])
+        if self.whiten:
+            positive = int(np.sum(d > _EIG_FLOOR * max(float(d[0]), 0.0)))
+            dim = min(dim, positive)
+            v = v[:, :dim] / np.sqrt(d[:dim])
+        self.T = np.ascontiguousarray(v[:, :dim])
+        return self
+
+
+class LDA(CentWhiten):
+    """Linear discriminant analysis: directions maximizing between- over within-class variance.
+
+    Solves the generalized eigenproblem ``Sb v = λ Sw v`` (Fukunaga 1990) with ML scatter
+    matrices; ``Sw`` gets a ridge of 1e-2·max(diag Sw) when it is singular (as upstream).
+
+    Args:
+        lda_dim: output dimension; ``None`` means min(dim, num_classes - 1).
+        mu, T, update_mu, update_t, name, save_dtype: as :class:`CentWhiten`.
+    """
+
+    def __init__(
+        self,
+        mu: Any = None,
+        T: Any = None,
+        update_mu: bool = True,
+        update_t: bool = True,
+        lda_dim: int | None = None,
+        *,
+        name: str | None = None,
+        save_dtype: str | None = None,
+    ) -> None:
+        super().__init__(mu, T, update_mu, update_t, name=name, save_dtype=save_dtype)
+        self.lda_dim = check_int(type(self).__name__, "lda_dim", lda_dim, minimum=1, optional=True)
+
+    def get_config(self) -> dict[str, Any]:
+        """Config: CentWhiten keys plus ``lda_dim``."""
+        return {**super().get_config(), "lda_dim": self.lda_dim}
+
+    def fit(self, x: Any, labels: Any) -> Self:  # type: ignore[override]
+        """Estimate ``mu`` and ``T`` from ``x`` (num_rows, dim) and class ``labels`` (num_rows,).
+
+        Raises:
+            HyperionInputError: for bad arrays, fewer than 2 classes, or ``lda_dim`` > dim.
+        """
+        owner = type(self).__name__
+        data = as_matrix(owner, x)
+        ids, num_classes = as_labels(owner, labels, data.shape[0])
+        if num_classes < 2:
+            raise HyperionInputError(f"{owner}.fit: needs at least 2 classes, got {num_classes}")
+        counts, sums = class_stats(data, ids, num_classes)
+        mu, total = _covariance(data)
+        means = sums / counts[:, None]
+        delta = means - mu
+        sb = (delta * counts[:, None]).T @ delta / data.shape[0]
+        sw = total - sb
+        if self.update_mu:
+            self.mu = mu
+        if not self.update_t:
+            return self
+        try:
+            _, v = linalg.eigh(sb, sw)
+        except linalg.LinAlgError:
+            ridge = 1e-2 * float(np.max(np.diag(sw)))
+            _, v = linalg.eigh(sb, sw + ridge * np.eye(sw.shape[0]))
+        v = _sign_fix(np.ascontiguousarray(v[:, ::-1]))
+        dim = self.lda_dim if self.lda_dim is not None else min(v.shape[1], num_classes - 1)
+        if dim > v.shape[1]:
+            raise HyperionInputError(f"{owner}: lda_dim={dim} exceeds the data dimension {v.shape[1]}")
+        self.T = np.ascontiguousarray(v[:, :dim])
+        return self
+
+
+class TransformList(NPTransform):
+    """A chain of transforms applied in order, saved in one file.
+
+    Each child is stored under ``<list name>/<child name>`` (the upstream layout, e.g.
+    ``TransformList/PCA/mu``). The given children are not modified: the list holds renamed
+    shallow copies, and duplicate child names get ``_2``, ``_3``... suffixes.
+
+    Args:
+        transforms: fitted or unfitted transforms, or their configs (built unfitted).
+        name: HDF5 group prefix of the list; ``""`` leaves child names unprefixed (legacy).
+        save_dtype: ignored by the list itself; each child uses its own.
+
+    Raises:
+        ConfigError: for a child that is not a transform.
+    """
+
+    def __init__(
+        self,
+        transforms: Sequence[NPTransform | Mapping[str, Any]] = (),
+        *,
+        name: str | None = None,
+        save_dtype: str | None = None,
+    ) -> None:
+        super().__init__(name=name, save_dtype=save_dtype)
+        self.transforms: list[NPTransform] = []
+        for item in transforms:
+            self.append(_transform_from(item))
+
+    def append(self, transform: NPTransform) -> None:
+        """Add ``transform`` (a renamed shallow copy) at the end of the chain."""
+        if not isinstance(transform, NPTransform):
+            raise ConfigError(f"TransformList: expected a transform, got {type(transform).__name__}")
+        child = transform.copy() if isinstance(transform, TransformList) else _shallow(transform)
+        prefix = f"{self.name}/" if self.name else ""
+        base = child.name if child.name.startswith(prefix) else prefix + child.name
+        taken = {t.name for t in self.transforms}
+        candidate, index = base, 2
+        while candidate in taken:
+            candidate, index = f"{base}_{index}", index + 1
+        child.name = candidate
+        self.transforms.append(child)
+
+    def get_config(self) -> dict[str, Any]:
+        """Config: base keys plus ``transforms``, the list of child configs (with schema versions)."""
+        children = [{**t.get_config(), "schema_version": t.schema_version} for t in self.transforms]
+        return {**super().get_config(), "transforms": children}
+
+    @classmethod
+    def migrate_legacy_config(cls, config: dict[str, Any]) -> dict[str, Any]:
+        """Upstream stores children as ``{"0": cfg, "1": cfg, ...}``; turn that into a list."""
+        out = super().migrate_legacy_config(config)
+        children = out.get("transforms")
+        if isinstance(children, Mapping):
+            try:
+                out["transforms"] = [children[k] for k in sorted(children, key=int)]
+            except ValueError as err:
+                raise ConfigError(f"TransformList: child keys must be integers, got {sorted(children)}") from err
+        return out
+
+    def predict(self, x: Any) -> FloatArray:
+        """Apply every transform in order; shape (num_rows, out_dim of the last), dtype of ``x``."""
+        out = as_matrix(type(self).__name__, x)
+        for transform in self.transforms:
+            out = transform.predict(out)
+        return out
+
+    def save_params(self, f: h5py.File) -> None:
+        """Write every child's parameters under its prefixed name."""
+        for transform in self.transforms:
+            transform.save_params(f)
+
+    @classmethod
+    def load_params(cls, f: h5py.File, config: dict[str, Any]) -> Self:
+        """Load every child with its own class's ``load_params``."""
+        children: list[NPTransform] = []
+        for child_config in config.get("transforms", []):
+            child_cls = _child_class(child_config)
+            children.append(child_cls.load_params(f, child_cls.check_config(child_config)))
+        return cls(children, name=config["name"], save_dtype=config.get("save_dtype"))
+
+
+def _shallow(transform: NPTransform) -> NPTransform:
+    clone = object.__new__(type(transform))
+    clone.__dict__.update(transform.__dict__)
+    return clone
+
+
+def _child_class(config: Any) -> type[NPTransform]:
+    if not isinstance(config, Mapping) or not isinstance(config.get("class_name"), str):
+        raise ConfigError(f"TransformList: each child config needs a 'class_name', got {config!r}")
+    name = config["class_name"]
+    found = _registry.resolve(name)
+    if found is None:
+        raise UnknownHyperionClassError(name, _registry.available())
+    if not (isinstance(found, type) and issubclass(found, NPTransform)):
+        raise ConfigError(f"TransformList: child class {name!r} is not a transform")
+    return found
+
+
+def _transform_from(item: NPTransform | Mapping[str, Any]) -> NPTransform:
+    if isinstance(item, Mapping):
+        return _child_class(item).from_config(item)
+    return item
+
+
+__all__ = ["LDA", "PCA", "CentWhiten", "LNorm", "NPTransform", "TransformList"]
