@@ -246,7 +246,7 @@ def test_populate_waits_for_another_thread() -> None:
     assert results == [("slow",), ("slow",)]
 
 
-def test_load_references_resolves_specs_and_is_idempotent(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_load_references_resolves_specs_and_is_idempotent(monkeypatch: pytest.MonkeyPatch) -> None:
     module = type(sys)("voicehub_test_catalog_mod")
     module.ONE = _spec("one")  # type: ignore[attr-defined]
     module.TWO = (_spec("two"), _spec("three", task="tts"))  # type: ignore[attr-defined]

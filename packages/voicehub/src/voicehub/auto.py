@@ -390,8 +390,9 @@ class _BaseAutoModel:
                 f"model {spec.model_type!r} is registered for {spec.task.value!r} but its wrapper "
                 f"{wrapper_class.__name__} serves {wrapper_class.task.value!r}; fix the registration"
             )
-        if config is None and _local_config_file(source) is None:
-            config = _config_class(spec)()
+        if config is None:
+            config_file = _local_config_file(source)
+            config = AutoConfig.from_pretrained(config_file) if config_file is not None else _config_class(spec)()
         chosen = source if source is not None else spec.default_source
         return wrapper_class.from_pretrained(chosen, config=config, device=device, dtype=dtype, lazy_load=lazy_load)
 
