@@ -105,6 +105,26 @@ def test_shared_modules_exclude_model_local_code_only(tmp_path: Path) -> None:
     assert len(policy.scan_tree(tmp_path, NAMES)) == 4
 
 
+def test_names_come_from_the_live_registry_and_grow_with_it() -> None:
+    from voicehub.registry import MODEL_CATALOG, ModelSpec
+
+    names = policy.collect_provider_names()
+    assert {"vad_silero", "vad_webrtc", "silero-vad"} <= names
+    spec = ModelSpec(
+        model_type="acme_vad",
+        task="voice-activity-detection",
+        config="acme.config:AcmeConfig",
+        wrapper="acme.model:AcmeVAD",
+        aliases=("acme-detector",),
+    )
+    MODEL_CATALOG.register(spec)
+    try:
+        assert {"acme_vad", "acme-detector"} <= policy.collect_provider_names()
+    finally:
+        MODEL_CATALOG.unregister("acme_vad")
+    assert "acme_vad" not in policy.collect_provider_names()
+
+
 def test_repository_shared_code_is_provider_independent() -> None:
     names = policy.collect_provider_names()
     violations = policy.scan_tree(ROOT, names)

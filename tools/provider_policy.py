@@ -75,15 +75,19 @@ class Violation:
 
 
 def collect_provider_names() -> frozenset[str]:
-    """Every registered model type and alias, plus architecture ids, from the live registries.
+    """Every registered model type and alias, plus architecture ids and aliases, from the live registries.
 
-    Loads the built-in catalogs (and entry-point plug-ins) the same way ``import voicehub``
-    users see them, so the policy grows with the registry.
+    Importing the meta-package queues the built-in catalogs; reading the catalogs loads them
+    and the entry-point plug-ins, exactly as users see them, so the policy grows with the
+    registry (a model registered at run time counts too).
     """
-    import voicehub.registry as registry
+    import voicehub  # noqa: F401  (queues the built-in model and architecture catalogs)
+    from voicehub.registry import ARCHITECTURE_CATALOG, MODEL_CATALOG
 
-    provider_names = getattr(registry, "provider_names", None)
-    names: Iterable[str] = provider_names() if callable(provider_names) else ()
+    names: set[str] = set()
+    for registry in (MODEL_CATALOG, ARCHITECTURE_CATALOG):
+        names.update(registry.names())
+        names.update(registry.aliases)
     return frozenset(name.lower() for name in names if name)
 
 
