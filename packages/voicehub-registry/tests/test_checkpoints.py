@@ -118,10 +118,40 @@ def test_local_source(tmp_path: Path) -> None:
         LocalSource(path=str(tmp_path), sha256="0" * 64).resolve()
 
 
-def test_hub_source_honours_offline_mode_without_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # An empty cache plus HF_HUB_OFFLINE: huggingface_hub must answer from the cache alone.
+class _OfflineHub:
+    """Stands in for ``huggingface_hub`` (tests never call the real one): answers like its offline mode."""
+
+    def __init__(self, cached: dict[tuple[str, str], Path]) -> None:
+        self.cached = cached
+        self.calls: list[tuple[str, str | None, str | None]] = []
+
+    def hf_hub_download(self, repo_id: str, filename: str, revision: str | None = None) -> str:
+        self.calls.append((repo_id, filename, revision))
+        if (repo_id, filename) not in self.cached:
+            raise OSError("offline mode is enabled and the file is not in the local cache")
+        return str(self.cached[(repo_id, filename)])
+
+    def try_to_load_from_cache(self, repo_id: str, filename: str, revision: str | None = None) -> str | None:
+        path = self.cached.get((repo_id, filename))
+        return str(path) if path is not None else None
+
+
+def test_hub_source_goes_through_huggingface_hub_and_checks_digests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"weights")
+    hub = _OfflineHub({("acme/aurora", "model.safetensors"): weights})
+    monkeypatch.setattr(HubSource, "_hub", lambda self: hub)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
-    source = HubSource(repo_id="voicehub-test/not-cached", filename="model.safetensors")
-    assert not source.is_available_offline()
-    assert not HubSource(repo_id="voicehub-test/not-cached").is_available_offline()
+    good = parse_source("hf:acme/aurora@v2/model.safetensors", sha256=hashlib.sha256(b"weights").hexdigest())
+    assert good.is_available_offline()
+    assert good.resolve() == weights
+    assert hub.calls == [("acme/aurora", "model.safetensors", "v2")]
+    with pytest.raises(ChecksumMismatchError, match=r"hf:acme/aurora@v2/model\.safetensors"):
+        parse_source("hf:acme/aurora@v2/model.safetensors", sha256="1" * 64).resolve()
+    missing = parse_source("hf:acme/aurora/other.bin")
+    assert not missing.is_available_offline()
+    with pytest.raises(CheckpointNotFoundError, match="HF_HUB_OFFLINE is set and it is not in the local cache") as info:
+        missing.resolve()
+    assert info.value.source == "hf:acme/aurora/other.bin"
