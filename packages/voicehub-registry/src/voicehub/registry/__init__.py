@@ -28,7 +28,7 @@ from voicehub.registry.errors import (
 )
 from voicehub.registry.model_config import ModelConfig
 from voicehub.registry.model_registry import GENERIC_MODEL_TYPES, ModelRegistry, ModelSpec, class_reference
-from voicehub.registry.plugins import MODEL_ENTRY_POINT_GROUP, load_model_entry_points
+from voicehub.registry.plugins import MODEL_ENTRY_POINT_GROUP, PluginWarning, load_model_entry_points
 
 MODEL_CATALOG = ModelRegistry(name="catalog")
 """The process-wide model registry (built-ins, ``register()`` calls and entry-point plug-ins)."""
@@ -39,7 +39,7 @@ ARCHITECTURE_CATALOG = ArchitectureRegistry(name="catalog")
 
 def _load_plugins(registry: object) -> None:
     if isinstance(registry, ModelRegistry):
-        load_model_entry_points(registry)
+        load_model_entry_points(registry, on_error="warn")
 
 
 MODEL_CATALOG.add_populator(f"entry points {MODEL_ENTRY_POINT_GROUP!r}", _load_plugins)
@@ -63,6 +63,7 @@ __all__ = [
     "ModelRegistry",
     "ModelSpec",
     "PluginError",
+    "PluginWarning",
     "SpecError",
     "UnsupportedByArchitectureError",
     "class_reference",
