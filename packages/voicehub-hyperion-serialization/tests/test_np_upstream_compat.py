@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import h5py
@@ -33,6 +34,18 @@ TRANSFORMS = [
     ("lda.h5", LDA, "lda"),
     ("transform_list.h5", TransformList, "transform_list"),
 ]
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread() -> Iterator[None]:
+    """Small matrices on a loaded 2-core machine: OpenBLAS threads only spin, so use one."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # an optional speed-up for the tests, not a requirement
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 @pytest.mark.parametrize(("file", "cls", "key"), TRANSFORMS)

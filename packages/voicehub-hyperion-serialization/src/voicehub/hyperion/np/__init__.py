@@ -4,17 +4,38 @@
 registry resolves maintained names lazily (see ``voicehub.hyperion.np._registry``), and
 third-party classes arrive through the ``voicehub.hyperion_np_models`` entry-point group or an
 explicit ``extra_objs`` mapping.
+
+The back-end classes are imported on first attribute access (PEP 562), so importing the base
+class does not import SciPy or every back-end; ``from voicehub.hyperion.np import SPLDA`` works
+as usual.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+from voicehub.core.lazy import resolve_reference
 from voicehub.hyperion.np._registry import CATALOG, ENTRY_POINT_GROUP
-from voicehub.hyperion.np.calibration import BinaryLogisticRegression, GaussCalibration
-from voicehub.hyperion.np.classifiers import LinearGBE
 from voicehub.hyperion.np.model import CONFIG_DATASET, PICKLE_SUFFIXES, HyperNPModel
-from voicehub.hyperion.np.plda import FRPLDA, SPLDA
-from voicehub.hyperion.np.score_norm import AdaptSNorm
-from voicehub.hyperion.np.transforms import LDA, PCA, CentWhiten, LNorm, NPTransform, TransformList
+
+if TYPE_CHECKING:
+    from voicehub.hyperion.np.calibration import BinaryLogisticRegression, GaussCalibration
+    from voicehub.hyperion.np.classifiers import LinearGBE
+    from voicehub.hyperion.np.plda import FRPLDA, SPLDA
+    from voicehub.hyperion.np.score_norm import AdaptSNorm
+    from voicehub.hyperion.np.transforms import LDA, PCA, CentWhiten, LNorm, NPTransform, TransformList
+
+_LAZY = {**CATALOG, "NPTransform": "voicehub.hyperion.np.transforms:NPTransform"}
+
+
+def __getattr__(name: str) -> Any:
+    reference = _LAZY.get(name)
+    if reference is None:
+        raise AttributeError(f"module 'voicehub.hyperion.np' has no attribute {name!r}")
+    value = resolve_reference(reference)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CATALOG",
