@@ -250,3 +250,33 @@ def test_wrong_config_class_and_bad_device_are_refused_at_construction(mean_squa
         EnergyVAD(EnergyVADOptions())  # type: ignore[arg-type]
     with pytest.raises(DeviceError, match="unknown device 'gpu0'"):
         EnergyVAD.from_pretrained(mean_square_kernel, device="gpu0")
+
+
+@pytest.mark.usefixtures("isolated_catalog")
+def test_architecture_facts_gate_dtype_before_loading(mean_square_kernel: Path) -> None:
+    from voicehub import AutoModelForVoiceActivityDetection
+    from voicehub.models import load_builtin_architectures
+    from voicehub.registry import ArchitectureSpec, UnsupportedByArchitectureError
+
+    architectures = load_builtin_architectures()
+    spec = ArchitectureSpec(
+        architecture_id="test-energy",
+        model_builder="torch.nn:Conv1d",
+        tasks=("vad",),
+        devices=("cpu",),
+        dtypes=("float32",),
+    )
+    architectures.register(spec)
+    try:
+        AutoModelForVoiceActivityDetection.register(EnergyVADConfig, EnergyVAD, architecture="test-energy")
+        half = EnergyVAD.from_pretrained(mean_square_kernel, device="cpu", dtype="bfloat16")
+        assert half.architecture_spec() is spec
+        assert half._optimization_architecture() is spec
+        with pytest.raises(UnsupportedByArchitectureError, match="dtype 'bfloat16'; verified: float32"):
+            half.detect(SPEECH_WAV)
+        assert half.load_calls == 0 and half.state is RuntimeState.CREATED
+        auto = EnergyVAD.from_pretrained(mean_square_kernel)  # "auto" settles on a verified device
+        auto.load()
+        assert auto.device == "cpu"
+    finally:
+        architectures.unregister("test-energy")
