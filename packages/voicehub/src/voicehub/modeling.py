@@ -33,7 +33,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar, overload
 
 from voicehub.core.audio import AudioLike, Waveform, load_audio_batch
 from voicehub.core.config import CONFIG_FILE_NAME, Config, write_text_atomic
@@ -556,6 +556,17 @@ class PreTrainedVADModel(PreTrainedAudioModel[ConfigT, OptionsT]):
     output_type: ClassVar[type] = VADOutput
     _task_method: ClassVar[str] = "detect"
 
+    @overload
+    def detect(
+        self,
+        audio: list[Any],
+        *,
+        sample_rate: int | None = None,
+        options: OptionsT | None = None,
+        **overrides: Any,
+    ) -> list[VADOutput]: ...
+
+    @overload
     def detect(
         self,
         audio: AudioLike | Sequence[AudioLike],
@@ -563,7 +574,16 @@ class PreTrainedVADModel(PreTrainedAudioModel[ConfigT, OptionsT]):
         sample_rate: int | None = None,
         options: OptionsT | None = None,
         **overrides: Any,
-    ) -> Any:
+    ) -> VADOutput: ...
+
+    def detect(
+        self,
+        audio: AudioLike | Sequence[AudioLike],
+        *,
+        sample_rate: int | None = None,
+        options: OptionsT | None = None,
+        **overrides: Any,
+    ) -> VADOutput | list[VADOutput]:
         """Find the speech segments of one input or a batch.
 
         Args:
@@ -596,6 +616,17 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT]):
     output_type: ClassVar[type] = ASROutput
     _task_method: ClassVar[str] = "transcribe"
 
+    @overload
+    def transcribe(
+        self,
+        audio: list[Any],
+        *,
+        sample_rate: int | None = None,
+        options: OptionsT | None = None,
+        **overrides: Any,
+    ) -> list[ASROutput]: ...
+
+    @overload
     def transcribe(
         self,
         audio: AudioLike | Sequence[AudioLike],
@@ -603,7 +634,16 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT]):
         sample_rate: int | None = None,
         options: OptionsT | None = None,
         **overrides: Any,
-    ) -> Any:
+    ) -> ASROutput: ...
+
+    def transcribe(
+        self,
+        audio: AudioLike | Sequence[AudioLike],
+        *,
+        sample_rate: int | None = None,
+        options: OptionsT | None = None,
+        **overrides: Any,
+    ) -> ASROutput | list[ASROutput]:
         """Transcribe one input or a batch.
 
         Args:
@@ -640,6 +680,17 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT]):
     output_type: ClassVar[type] = SpeakerOutput
     _task_method: ClassVar[str] = "embed"
 
+    @overload
+    def embed(
+        self,
+        audio: list[Any],
+        *,
+        sample_rate: int | None = None,
+        options: OptionsT | None = None,
+        **overrides: Any,
+    ) -> list[SpeakerOutput]: ...
+
+    @overload
     def embed(
         self,
         audio: AudioLike | Sequence[AudioLike],
@@ -647,7 +698,16 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT]):
         sample_rate: int | None = None,
         options: OptionsT | None = None,
         **overrides: Any,
-    ) -> Any:
+    ) -> SpeakerOutput: ...
+
+    def embed(
+        self,
+        audio: AudioLike | Sequence[AudioLike],
+        *,
+        sample_rate: int | None = None,
+        options: OptionsT | None = None,
+        **overrides: Any,
+    ) -> SpeakerOutput | list[SpeakerOutput]:
         """Compute the speaker embedding of one input or a batch.
 
         Returns:
@@ -662,6 +722,28 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT]):
         outputs = self._run(self._embed, waveforms, resolved, SpeakerOutput)
         return outputs if is_batch else outputs[0]
 
+    @overload
+    def verify(
+        self,
+        enrollment: list[Any],
+        test: list[Any],
+        *,
+        sample_rate: int | None = None,
+        options: OptionsT | None = None,
+        **overrides: Any,
+    ) -> list[VerificationOutput]: ...
+
+    @overload
+    def verify(
+        self,
+        enrollment: AudioLike,
+        test: AudioLike,
+        *,
+        sample_rate: int | None = None,
+        options: OptionsT | None = None,
+        **overrides: Any,
+    ) -> VerificationOutput: ...
+
     def verify(
         self,
         enrollment: AudioLike | Sequence[AudioLike],
@@ -670,7 +752,7 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT]):
         sample_rate: int | None = None,
         options: OptionsT | None = None,
         **overrides: Any,
-    ) -> Any:
+    ) -> VerificationOutput | list[VerificationOutput]:
         """Decide whether ``enrollment`` and ``test`` come from the same speaker.
 
         Args:
@@ -742,7 +824,15 @@ class PreTrainedTTSModel(PreTrainedSpeechModel[ConfigT, OptionsT]):
     output_type: ClassVar[type] = TTSOutput
     _task_method: ClassVar[str] = "generate"
 
-    def generate(self, text: str | Sequence[str], *, options: OptionsT | None = None, **overrides: Any) -> Any:
+    @overload
+    def generate(self, text: list[str], *, options: OptionsT | None = None, **overrides: Any) -> list[TTSOutput]: ...
+
+    @overload
+    def generate(self, text: str, *, options: OptionsT | None = None, **overrides: Any) -> TTSOutput: ...
+
+    def generate(
+        self, text: str | Sequence[str], *, options: OptionsT | None = None, **overrides: Any
+    ) -> TTSOutput | list[TTSOutput]:
         """Synthesize speech for one text or a list of texts.
 
         Args:
