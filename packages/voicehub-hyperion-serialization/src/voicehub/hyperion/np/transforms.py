@@ -360,8 +360,23 @@ class TransformList(NPTransform):
         candidate, index = base, 2
         while candidate in taken:
             candidate, index = f"{base}_{index}", index + 1
-        child.name = candidate
+        if isinstance(child, TransformList):
+            child._rename(candidate)
+        else:
+            child.name = candidate
         self.transforms.append(child)
+
+    def _rename(self, new_name: str) -> None:
+        """Rename this (copied) list and move its children's prefixes along."""
+        old_prefix = f"{self.name}/" if self.name else ""
+        self.name = new_name
+        for child in self.transforms:
+            suffix = child.name[len(old_prefix) :] if child.name.startswith(old_prefix) else child.name
+            child_name = f"{new_name}/{suffix}" if new_name else suffix
+            if isinstance(child, TransformList):
+                child._rename(child_name)
+            else:
+                child.name = child_name
 
     def get_config(self) -> dict[str, Any]:
         """Config: base keys plus ``transforms``, the list of child configs (with schema versions)."""
