@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import shutil
+import subprocess
+import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +37,17 @@ ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data"
 SPEECH_60S = DATA / "silero" / "test.wav"
 LIBRIVOX = sorted((DATA / "librivox").glob("*.wav"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread() -> Iterator[None]:
+    """One intra-op thread: the graph is small and the test machines are shared (restored afterwards)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def _wheel_file(name: str) -> Path:
@@ -224,6 +238,22 @@ def test_silero_vad_config_rejects_invalid_values(changes: dict[str, object], ke
     with pytest.raises(ConfigError) as caught:
         SileroVADConfig(**changes)  # type: ignore[arg-type]
     assert caught.value.key == key
+
+
+def test_silero_vad_registration_and_catalog_import_no_torch() -> None:
+    code = (
+        "import sys\n"
+        "from voicehub.registry import ArchitectureRegistry\n"
+        "from voicehub.architectures import BUILTIN_ARCHITECTURES\n"
+        "reference = 'voicehub.architectures.silero_vad.registration:ARCHITECTURE'\n"
+        "assert reference in BUILTIN_ARCHITECTURES\n"
+        "(spec,) = ArchitectureRegistry().load_references([reference])\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+        "print(spec.architecture_id, spec.sample_rates, spec.supports(feature='8khz', task='vad'))\n"
+        "print(spec.resolve('checkpoint_adapter').__name__, 'torch' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.split("\n")[:2] == ["silero-vad (16000, 8000) True", "load_silero_vad True"]
 
 
 def test_silero_vad_config_round_trips_through_strict_json() -> None:

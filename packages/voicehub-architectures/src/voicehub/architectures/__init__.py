@@ -1,5 +1,11 @@
-"""voicehub.architectures."""
+"""voicehub.architectures: native PyTorch graphs, one folder per family, with checkpoint adapters.
+
+Importing this package imports no torch; each family's graph loads on first use.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from voicehub.architectures.catalog import BUILTIN_ARCHITECTURES
+from voicehub.architectures.errors import CheckpointMismatchError
+
+__all__ = ["BUILTIN_ARCHITECTURES", "CheckpointMismatchError"]

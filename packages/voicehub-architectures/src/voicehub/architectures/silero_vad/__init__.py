@@ -1,22 +1,61 @@
-"""Silero VAD v5/v6: native graph, config and checkpoint adapters (torch is imported here)."""
+"""Silero VAD v5/v6: native graph, config and checkpoint adapters.
+
+Importing this package stays light (no torch): the config and the architecture declaration are
+imported at once, the graph and the adapters on first attribute access.
+"""
 
 from __future__ import annotations
 
-from voicehub.architectures.silero_vad.checkpoint import (
-    KNOWN_CHECKPOINTS,
-    CheckpointFormat,
-    config_for_checkpoint,
-    convert_state_dict,
-    detect_format,
-    load_silero_vad,
-    read_tensors,
-    tensor_rules,
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from voicehub.architectures.silero_vad.config import (
+    SUPPORTED_SAMPLE_RATES,
+    SileroVADConfig,
+    chunk_num_samples,
+    context_num_samples,
 )
-from voicehub.architectures.silero_vad.config import SileroVADConfig, chunk_num_samples, context_num_samples
-from voicehub.architectures.silero_vad.model import SileroVAD, SileroVADBranch, SileroVADState
+from voicehub.architectures.silero_vad.registration import ARCHITECTURE
+
+if TYPE_CHECKING:
+    from voicehub.architectures.silero_vad.checkpoint import (
+        KNOWN_CHECKPOINTS,
+        CheckpointFormat,
+        config_for_checkpoint,
+        convert_state_dict,
+        detect_format,
+        load_silero_vad,
+        read_tensors,
+        tensor_rules,
+    )
+    from voicehub.architectures.silero_vad.model import SileroVAD, SileroVADBranch, SileroVADState
+
+_LAZY = {
+    "KNOWN_CHECKPOINTS": "checkpoint",
+    "CheckpointFormat": "checkpoint",
+    "config_for_checkpoint": "checkpoint",
+    "convert_state_dict": "checkpoint",
+    "detect_format": "checkpoint",
+    "load_silero_vad": "checkpoint",
+    "read_tensors": "checkpoint",
+    "tensor_rules": "checkpoint",
+    "SileroVAD": "model",
+    "SileroVADBranch": "model",
+    "SileroVADState": "model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
+    "ARCHITECTURE",
     "KNOWN_CHECKPOINTS",
+    "SUPPORTED_SAMPLE_RATES",
     "CheckpointFormat",
     "SileroVAD",
     "SileroVADBranch",

@@ -42,6 +42,9 @@ from voicehub.architectures.silero_vad.config import (
 )
 from voicehub.core.errors import AudioError
 
+MIN_ROWS = 4
+"""Fewest windows :meth:`SileroVADBranch.encode` multiplies at once (see there)."""
+
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class SileroVADState:
@@ -88,21 +91,35 @@ class SileroVADBranch(nn.Module):
     def encode(self, windows: Tensor) -> Tensor:
         """Encode chunk windows.
 
+        The STFT and the convolutions are written as framed matrix products (``unfold`` + ``linear``,
+        the same arithmetic as ``Conv1d``) so that a window's features do not depend on how many
+        windows are encoded together: BLAS sums single-row products in another order than
+        multi-row ones, so fewer than :data:`MIN_ROWS` windows are padded by repetition. This keeps
+        the streaming and whole-file paths equal to float32 rounding of the recurrence alone.
+
         Args:
             windows: float (num_windows, context_samples + chunk_samples).
 
         Returns:
             float (num_windows, encoder_channels[-1]), the LSTM input of each window.
         """
-        padded = F.pad(windows.unsqueeze(1), (0, self.context_samples), mode="reflect")
-        spectrum = F.conv1d(padded, self.stft_basis, stride=self.hop_length)
-        real, imag = spectrum[:, : self.num_bins], spectrum[:, self.num_bins :]
-        features = torch.sqrt(real * real + imag * imag)
-        for conv in self.encoder:
-            features = F.relu(conv(features))
+        count = windows.shape[0]
+        if count < MIN_ROWS:
+            windows = windows.repeat(-(-MIN_ROWS // count), 1)[:MIN_ROWS]
+        padded = F.pad(windows.unsqueeze(1), (0, self.context_samples), mode="reflect").squeeze(1)
+        frames = padded.unfold(1, self.stft_basis.shape[-1], self.hop_length)  # (windows, 4, filter_length)
+        spectrum = F.linear(frames, self.stft_basis.squeeze(1))  # (windows, 4, 2 * num_bins)
+        real, imag = spectrum[..., : self.num_bins], spectrum[..., self.num_bins :]
+        features = torch.sqrt(real * real + imag * imag)  # (windows, frames, channels)
+        for module in self.encoder:
+            conv = cast(nn.Conv1d, module)
+            half = conv.kernel_size[0] // 2
+            columns = F.pad(features, (0, 0, half, half)).unfold(1, conv.kernel_size[0], conv.stride[0])
+            weight = conv.weight.reshape(conv.out_channels, -1)  # (out, in * kernel), as columns are laid out
+            features = F.relu(F.linear(columns.reshape(columns.shape[0], columns.shape[1], -1), weight, conv.bias))
         # Upstream averages the head output over the remaining frames; with strides 1, 2, 2, 1 on
         # 4 STFT frames exactly one frame is left, so the mean is the identity.
-        return features.mean(dim=-1)
+        return features.mean(dim=1)[:count]
 
     def decode(self, hidden: Tensor) -> Tensor:
         """Speech probability from LSTM outputs.
@@ -244,4 +261,4 @@ class SileroVAD(nn.Module):
         return batch.to(self._dtype())
 
 
-__all__ = ["SileroVAD", "SileroVADBranch", "SileroVADState"]
+__all__ = ["MIN_ROWS", "SileroVAD", "SileroVADBranch", "SileroVADState"]

@@ -1,0 +1,14 @@
+"""The built-in architecture declarations, as lazy ``"module:attr"`` references to ``ArchitectureSpec`` objects.
+
+Declarative only: listing an entry here imports nothing; the registry resolves each reference
+(a ``registration.py`` module, which imports no torch) on first read.
+"""
+
+from __future__ import annotations
+
+BUILTIN_ARCHITECTURES: tuple[str, ...] = (
+    "voicehub.architectures.silero_vad.registration:ARCHITECTURE",
+)
+"""One reference per architecture family."""
+
+__all__ = ["BUILTIN_ARCHITECTURES"]
