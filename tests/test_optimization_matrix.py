@@ -285,3 +285,32 @@ def test_a_mode_change_requires_restoring_the_plan_first() -> None:
     finally:
         model.restore_optimization_plan("inference")
     assert model.state.value == "inference"
+
+
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_training_mode_passes_configure_or_report_and_inference_only_passes_are_refused_first(model_type: str) -> None:
+    model, _ = _loaded(model_type)
+    runtime = model.runtime
+    saved = _state(runtime)
+    try:
+        for name in PASS_NAMES:
+            supports_training = "training" in OPTIMIZATION_PASSES.create(name).capabilities.to_dict()["modes"]
+            state_before = model.state
+            if not supports_training:
+                with pytest.raises(OptimizationCompatibilityError, match="not 'training'; nothing was loaded"):
+                    model.apply_optimization_plan(name, mode="training")
+                assert model.state is state_before and model.active_optimization("training") is None
+                continue
+            result = model.apply_optimization_plan(name, mode="training")
+            assert model.state.value == "training"
+            with pytest.raises(LifecycleError, match="restore_optimization_plan"):
+                model.apply_optimization_plan("eval-mode", mode="inference")
+            metadata = result.manifest()["passes"][0]["metadata"]
+            assert metadata["outcome"] in ALLOWED_OUTCOMES
+            if saved is not None and not result.manifest()["passes"][0]["capabilities"]["changes_parameter_names"]:
+                assert list(model.runtime.state_dict()) == list(saved)
+            model.restore_optimization_plan("training")
+            assert model.runtime is runtime and model.active_optimization("training") is None
+    finally:
+        model.load()  # back to inference for the other tests
+    assert model.state.value == "inference" and model.runtime is runtime and _same_state(runtime, saved)

@@ -8,6 +8,7 @@ from torch import nn
 
 from voicehub.core.errors import LifecycleError
 from voicehub.optimization import (
+    OptimizationCompatibilityError,
     OptimizationConfigurationError,
     OptimizationContext,
     OptimizationHost,
@@ -78,4 +79,11 @@ def test_host_refuses_a_context_of_another_mode_before_loading() -> None:
         host.apply_optimization_plan(
             "eval-mode", mode="inference", context=OptimizationContext(mode="training"), registry=_registry()
         )
+    assert host.loads == []
+
+
+def test_host_refuses_a_pass_of_another_mode_before_loading_the_runtime_for_that_mode() -> None:
+    host = LSTMHost()
+    with pytest.raises(OptimizationCompatibilityError, match="supports inference mode, not 'training'"):
+        host.apply_optimization_plan("eval-mode", mode="training", registry=_registry())
     assert host.loads == []

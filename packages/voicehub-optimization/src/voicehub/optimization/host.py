@@ -17,7 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from voicehub.optimization.capabilities import OptimizationContext, OptimizationMode
-from voicehub.optimization.errors import OptimizationConfigurationError, OptimizationLifecycleError
+from voicehub.optimization.errors import (
+    OptimizationCompatibilityError,
+    OptimizationConfigurationError,
+    OptimizationLifecycleError,
+)
 from voicehub.optimization.manager import OptimizationPassManager, Plan, infer_context
 from voicehub.optimization.passes import OptimizationResult
 from voicehub.optimization.registry import OPTIMIZATION_PASSES, OptimizationPassRegistry
@@ -137,6 +141,13 @@ class OptimizationHost:
             )
         manager = OptimizationPassManager(registry)
         resolved = manager.resolve(plan)
+        for name, instance in resolved:  # refuse before the runtime is loaded or switched for `mode`
+            if mode not in instance.capabilities.modes:
+                supported = ", ".join(m.value for m in instance.capabilities.modes)
+                raise OptimizationCompatibilityError(
+                    instance.pass_id,
+                    (f"pass {name!r} supports {supported} mode, not {mode.value!r}; nothing was loaded or changed",),
+                )
         runtime = self._optimization_runtime(mode)
         ctx = infer_context(runtime, mode) if context is None else context
         result = manager.apply_resolved(runtime, resolved, ctx, architecture=self._optimization_architecture())
