@@ -180,14 +180,35 @@ class OptimizationCapabilities:
 class ArchitectureSupport(Protocol):
     """What the optimization layer reads from an architecture spec (``voicehub.registry.ArchitectureSpec``).
 
-    Only verified facts: the devices, dtypes, tasks and features the architecture was tested
-    with, and the optimization-pass kinds verified for it. Any object with these attributes
-    works; tuples of strings are expected.
+    Only verified facts: the devices and dtypes the architecture was tested in, its feature tags,
+    and the optimization-pass kinds verified for it. :meth:`OptimizationContext.with_architecture`
+    reads these attributes (also from a ``capabilities`` attribute, or under a ``name`` instead of
+    ``architecture_id``), so any object shaped like this works.
     """
 
     @property
-    def name(self) -> str:
-        """The architecture's registered name."""
+    def architecture_id(self) -> str:
+        """The architecture's registered name (``"silero-vad"``)."""
+        ...
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        """Device types verified by tests."""
+        ...
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """Dtypes verified by tests."""
+        ...
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """Feature tags, including ``<kind>-<mode>-unsafe`` opt-outs."""
+        ...
+
+    @property
+    def optimization_passes(self) -> tuple[str, ...]:
+        """Optimization-pass kinds verified on the architecture."""
         ...
 
 

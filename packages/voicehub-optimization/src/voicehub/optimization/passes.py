@@ -220,7 +220,7 @@ class OptimizationPass(abc.ABC):
         """Which parameters an optimizer should train after a topology-changing training pass.
 
         Raises:
-            OptimizationRestoreError: unless a subclass implements it (fail closed).
+            OptimizationConfigurationError: unless a subclass implements it (fail closed).
         """
         raise OptimizationConfigurationError(f"optimization pass {self.pass_id!r} does not route optimizer parameters")
 
