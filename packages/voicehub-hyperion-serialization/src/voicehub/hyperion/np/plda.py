@@ -29,6 +29,7 @@ import h5py
 import numpy as np
 from numpy.typing import NDArray
 from scipy import linalg
+from scipy.linalg import blas
 
 from voicehub.hyperion.errors import HyperionInputError
 from voicehub.hyperion.np._checks import (
@@ -76,6 +77,13 @@ def inv_pd(matrix: FloatArray, what: str = "matrix") -> FloatArray:
     factor = chol_pd(matrix, what)
     inv: FloatArray = linalg.cho_solve((factor, False), np.eye(factor.shape[0]), check_finite=False)
     return 0.5 * (inv + inv.T)
+
+
+def gram(x: FloatArray) -> FloatArray:
+    """``x^T x`` (dim, dim) of a float64 (num_rows, dim) matrix with one symmetric BLAS update (syrk)."""
+    upper = blas.dsyrk(1.0, np.asfortranarray(x.T), trans=0, lower=0)
+    out: FloatArray = np.triu(upper) + np.triu(upper, 1).T
+    return out
 
 
 def logdet_pd(matrix: FloatArray, what: str = "matrix") -> float:
@@ -202,7 +210,7 @@ class _PLDABase(HyperNPModel, register=False):
         counts, sums, _ = _group(owner, data, labels)
         if counts.shape[0] < 2:
             raise HyperionInputError(f"{owner}.fit: needs at least 2 classes, got {counts.shape[0]}")
-        scatter = data.T @ data
+        scatter = gram(data)
         if not self.is_fitted:
             self._initialize(counts, sums, scatter)
         self.elbo_history = []
@@ -399,17 +407,20 @@ class SPLDA(_PLDABase):
         vv = v @ wv  # (y_dim, y_dim)
         lam, q = linalg.eigh(0.5 * (vv + vv.T), check_finite=False)
         lam = np.maximum(lam, 0.0)
-        # E-step: posterior of y_i is N(L_i^-1 gamma_i, L_i^-1) with L_i = I + N_i V W V^T.
-        gamma = (sums - counts[:, None] * mu) @ wv
+        # E-step: posterior of y_i is N(L_i^-1 gamma_i, L_i^-1) with L_i = I + N_i V W V^T
+        # = Q diag(1 + N_i lam) Q^T; everything is accumulated in the eigenbasis Q and rotated
+        # back once.
+        gamma_q = (sums - counts[:, None] * mu) @ (wv @ q)
         inv_diag = 1.0 / (1.0 + counts[:, None] * lam)  # (classes, y_dim) eigenvalues of L_i^-1
-        y = ((gamma @ q) * inv_diag) @ q.T
+        y_q = gamma_q * inv_diag
         logdet_l = -np.log(inv_diag).sum(axis=1)
-        logpy = -0.5 * y_dim * _LOG_2PI + 0.5 * (logdet_l - np.einsum("ij,ij->i", y, gamma))
-        py = (q * inv_diag.sum(axis=0)) @ q.T + y.T @ y
-        ny = y * counts[:, None]
-        ry = (q * (counts[:, None] * inv_diag).sum(axis=0)) @ q.T + ny.T @ y
-        ry1 = ny.sum(axis=0)
-        cy = sums.T @ y  # (dim, y_dim)
+        logpy = -0.5 * y_dim * _LOG_2PI + 0.5 * (logdet_l - np.einsum("ij,ij->i", y_q, gamma_q))
+        ny_q = y_q * counts[:, None]
+        py = q @ (np.diag(inv_diag.sum(axis=0)) + y_q.T @ y_q) @ q.T
+        ry = q @ (np.diag((counts[:, None] * inv_diag).sum(axis=0)) + ny_q.T @ y_q) @ q.T
+        ry1 = ny_q.sum(axis=0) @ q.T
+        cy = (sums.T @ y_q) @ q.T  # (dim, y_dim)
+        y_sum = y_q.sum(axis=0) @ q.T
         f_tot = sums.sum(axis=0)
         # ELBO (for monitoring), as upstream Hyperion computes it.
         logdet_w = logdet_pd(w, "W")
@@ -420,7 +431,7 @@ class SPLDA(_PLDABase):
         if use_ml:
             self._mstep_ml(total, f_tot, scatter, ry1, ry, cy)
         if use_md:
-            mu_y = y.sum(axis=0) / num_classes
+            mu_y = y_sum / num_classes
             if self.update_mu:
                 self.mu = np.asarray(self.mu, np.float64) + mu_y @ np.asarray(self.V, np.float64)
             if self.update_V:
