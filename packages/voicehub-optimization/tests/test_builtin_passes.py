@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from voicehub.optimization import (
+    OptimizationApplicationError,
     OptimizationCompatibilityError,
     OptimizationContext,
     OptimizationProtocolError,
@@ -259,3 +260,18 @@ def test_compile_falls_back_to_eager_on_a_graph_break_and_unknown_backend_fails_
         apply_optimization_plan(model, TorchCompilePass(backend="no-such-backend", requirement="required"))
     with pytest.raises(OptimizationCompatibilityError, match="device 'mps' is not supported"):
         apply_optimization_plan(model, "compile", context=OptimizationContext(device="mps"))
+
+
+# ------------------------------------------------------------------------------------------ pass interplay
+def test_a_pass_made_impossible_by_an_earlier_pass_rolls_the_plan_back() -> None:
+    model = RecurrentTagger().eval()
+    saved = snapshot(model)
+    with pytest.raises(OptimizationApplicationError, match=r"runtime dtype 'bfloat16' is not supported") as info:
+        apply_optimization_plan(model, ("inference-mode", "dtype", "int8-dynamic"))
+    assert info.value.pass_id == "voicehub.int8-dynamic" and info.value.rollback_errors == ()
+    assert identical(model, saved) and "forward" not in vars(model)
+    result = apply_optimization_plan(model, ("int8-dynamic", "dtype"))  # the other order: dtype declines
+    assert result.outcomes() == {"int8-dynamic": "quantized", "dtype": "not-applicable"}
+    assert "is quantized" in _metadata(result, 1)["reason"]
+    result.restore()
+    assert identical(model, saved)

@@ -7,13 +7,16 @@
 3. snapshots every pass's declaration (id, kind, version, configuration, capabilities);
 4. validates every pass against the runtime, the context and the architecture's verified
    facts -- nothing has changed yet, so any error here leaves the runtime untouched;
-5. applies the passes in order, checking each result and its strict-JSON metadata;
+5. applies the passes in order, checking each result and its strict-JSON metadata; before each
+   pass after the first, its capabilities are checked again against the device and dtype the
+   runtime has *now* (a ``dtype`` pass makes a later float32-only pass impossible);
 6. if a pass fails, restores the earlier passes in reverse order and raises
    :class:`~voicehub.optimization.errors.OptimizationApplicationError`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -196,7 +199,14 @@ class OptimizationPassManager:
         current = model
         for (name, instance), declaration in zip(resolved, declarations, strict=True):
             try:
-                result = instance.apply(current, ctx)
+                stage = _staged_context(ctx, current) if applied else ctx
+                reasons = instance.capabilities.incompatibilities(stage)
+                if reasons:  # an earlier pass of this plan moved the runtime outside this pass's capabilities
+                    raise OptimizationCompatibilityError(
+                        instance.pass_id,
+                        (*reasons, f"after {[a.name for a in applied]}; reorder the plan or drop one of the passes"),
+                    )
+                result = instance.apply(current, stage)
                 _check_result(instance, result)
             except Exception as err:
                 rollback_errors = _rollback(applied, current, ctx)
@@ -245,6 +255,14 @@ class OptimizationPassManager:
                         ),
                     )
             instance.validate(model, ctx)
+
+
+def _staged_context(ctx: OptimizationContext, runtime: object) -> OptimizationContext:
+    """``ctx`` with the device and dtype the runtime has now, after earlier passes of the plan."""
+    now = infer_context(runtime, ctx.mode)
+    if now.device is None or (now.device, now.dtype) == (ctx.device, ctx.dtype):
+        return ctx
+    return dataclasses.replace(ctx, device=now.device, dtype=now.dtype)
 
 
 def _check_result(instance: OptimizationPass, result: object) -> None:
