@@ -1,0 +1,102 @@
+"""Model config and inference options of the ``sv_ge2e`` integration (no torch imported)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from voicehub.core.config import Config
+from voicehub.core.errors import ConfigError
+from voicehub.registry.model_config import ModelConfig
+
+SAMPLE_RATE = 16000
+"""Rate (Hz) of the pretrained GE2E encoder; other rates are resampled to it."""
+
+DEFAULT_COSINE_THRESHOLD = 0.75
+"""Default cosine decision threshold. Measured on the repository's test audio: same-reader LibriVox
+pairs score 0.753-0.93, LibriVox against 48 synthetic voices at most 0.71, against another real reader
+at most 0.49 (``docs/speaker.md``). Tune it on your own trials."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SVGE2EConfig(ModelConfig):
+    """How the ``sv_ge2e`` wrapper prepares audio for the GE2E encoder.
+
+    Attributes:
+        sample_rate: the encoder's rate in Hz (16000); input at other rates is resampled.
+        trim_silence: remove long silences with the WebRTC VAD before embedding (as resemblyzer).
+        target_dbfs: raise quiet input to this RMS level in dBFS; ``None`` disables it.
+        partials_per_second: partial utterances (1.6 s each) started per second of audio.
+        min_coverage: keep the last partial when at least this fraction of it is audio.
+    """
+
+    config_type: ClassVar[str] = "sv_ge2e"
+    schema_version: ClassVar[int] = 1
+
+    sample_rate: int = SAMPLE_RATE
+    trim_silence: bool = True
+    target_dbfs: float | None = -30.0
+    partials_per_second: float = 1.3
+    min_coverage: float = 0.75
+
+    def validate(self) -> None:
+        """Check types and ranges.
+
+        Raises:
+            ConfigError: naming the field and the allowed values.
+        """
+        ModelConfig.validate(self)
+        if self.sample_rate != SAMPLE_RATE:
+            raise ConfigError(
+                f"sv_ge2e.sample_rate: the GE2E encoder runs at {SAMPLE_RATE} Hz, got {self.sample_rate}",
+                config_type=self.config_type,
+                key="sample_rate",
+            )
+        if not 0.625 <= self.partials_per_second <= 100.0:
+            raise ConfigError(
+                f"sv_ge2e.partials_per_second must be in [0.625, 100] (partials must cover the audio), "
+                f"got {self.partials_per_second}",
+                config_type=self.config_type,
+                key="partials_per_second",
+            )
+        if not 0.0 < self.min_coverage <= 1.0:
+            raise ConfigError(
+                f"sv_ge2e.min_coverage must be in (0, 1], got {self.min_coverage}",
+                config_type=self.config_type,
+                key="min_coverage",
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SVGE2EOptions(Config):
+    """Inference options of ``embed`` and ``verify``.
+
+    Attributes:
+        scoring: ``"auto"`` uses the attached PLDA back-end when there is one and cosine
+            similarity otherwise; ``"cosine"`` or ``"backend"`` force one.
+        threshold: decision threshold on the cosine similarity, in [-1, 1].
+        backend_threshold: decision threshold on the back-end's log-likelihood ratio (natural
+            log); 0 is the Bayes decision for a target prior of 0.5 when the back-end is calibrated.
+    """
+
+    config_type: ClassVar[str] = "sv_ge2e-options"
+    schema_version: ClassVar[int] = 1
+
+    scoring: Literal["auto", "cosine", "backend"] = "auto"
+    threshold: float = DEFAULT_COSINE_THRESHOLD
+    backend_threshold: float = 0.0
+
+    def validate(self) -> None:
+        """Check types and ranges.
+
+        Raises:
+            ConfigError: for a cosine threshold outside [-1, 1] or a non-finite LLR threshold.
+        """
+        Config.validate(self)
+        if not -1.0 <= self.threshold <= 1.0:
+            raise ConfigError(f"threshold is a cosine similarity in [-1, 1], got {self.threshold}", key="threshold")
+        if not abs(self.backend_threshold) < float("inf"):
+            raise ConfigError(f"backend_threshold must be finite, got {self.backend_threshold}")
+
+
+__all__ = ["DEFAULT_COSINE_THRESHOLD", "SAMPLE_RATE", "SVGE2EConfig", "SVGE2EOptions"]
