@@ -126,3 +126,19 @@ def test_entry_points_register_third_party_passes(monkeypatch: pytest.MonkeyPatc
     clash.register("third-party-noop", _NoOpPass)
     with pytest.raises(RegistryError, match="collides"):
         clash.list()
+
+
+def test_registration_calls_no_factory_until_a_pass_is_created() -> None:
+    calls: list[int] = []
+
+    def factory() -> OptimizationPass:
+        calls.append(1)
+        return _NoOpPass(level=len(calls))
+
+    registry = OptimizationPassRegistry()
+    register_optimization_pass("counted", factory, registry=registry)
+    assert registry.list() == ("counted",) and "counted" in registry
+    assert calls == []
+    first: Any = registry.create("counted")
+    second: Any = registry.create("counted")
+    assert (first.level, second.level) == (1, 2)  # one fresh instance per plan
