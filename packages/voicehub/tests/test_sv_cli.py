@@ -1,0 +1,47 @@
+"""``voicehub embed`` and ``voicehub verify`` on real speech (click's runner, the real default model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+
+from voicehub.cli import main
+from voicehub.core import strict_json
+
+ROOT = Path(__file__).resolve().parents[3]
+LIBRIVOX = sorted((ROOT / "tests" / "data" / "librivox").glob("*.wav"))
+SYNTHETIC = ROOT / "tests" / "data" / "synthetic" / "flite_rms_3.flac"
+
+
+def test_verify_prints_decision_score_and_threshold() -> None:
+    runner = CliRunner()
+    same = runner.invoke(main, ["verify", str(LIBRIVOX[0]), str(LIBRIVOX[1])])
+    assert same.exit_code == 0, same.output
+    assert same.output.startswith("same speaker: cosine score 0.8") and "threshold 0.75" in same.output
+    different = runner.invoke(main, ["verify", "--json", str(LIBRIVOX[0]), str(SYNTHETIC)])
+    assert different.exit_code == 0, different.output
+    record = strict_json.loads(different.output)
+    assert record["is_same_speaker"] is False and record["scoring"] == "cosine" and record["score"] < 0.75
+    strict = runner.invoke(main, ["verify", "--threshold", "0.95", str(LIBRIVOX[0]), str(LIBRIVOX[1])])
+    assert strict.output.startswith("different speakers")
+
+
+def test_embed_writes_npy_matching_json_and_reports_bad_files(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "emb.npy"
+    result = runner.invoke(main, ["embed", "--json", "--output", str(out), str(LIBRIVOX[1]), str(SYNTHETIC)])
+    assert result.exit_code == 0, result.output
+    records = strict_json.loads(result.output)
+    saved = np.load(out)
+    assert saved.shape == (2, 256) and saved.dtype == np.float32
+    np.testing.assert_allclose(saved[1], records[1]["embedding"], rtol=0, atol=0)
+    assert abs(float(saved[0] @ saved[1])) < 0.75
+    missing = runner.invoke(main, ["embed", str(tmp_path / "nope.wav")])
+    assert missing.exit_code == 1 and "nope.wav: no such audio file" in missing.output
+
+
+def test_verify_refuses_a_bad_threshold_before_decoding() -> None:
+    result = CliRunner().invoke(main, ["verify", "--threshold", "3", str(LIBRIVOX[0]), "missing.wav"])
+    assert result.exit_code == 1 and "threshold" in result.output and "missing.wav" not in result.output
