@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from voicehub.cli_speaker import embed_command, verify_command
+from voicehub.cli_vad import vad_command
 from voicehub.core import strict_json
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.tasks import SpeechTask
@@ -83,6 +84,7 @@ def models_command(task: str | None, as_json: bool) -> None:
         click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
 
 
+main.add_command(vad_command)
 main.add_command(embed_command)
 main.add_command(verify_command)
 

@@ -8,7 +8,11 @@ integration, add one line here; no other shared file changes.
 
 from __future__ import annotations
 
-BUILTIN_MODELS: tuple[str, ...] = ("voicehub.models.sv_ge2e.registration:MODEL_SPEC",)
+BUILTIN_MODELS: tuple[str, ...] = (
+    "voicehub.models.vad_silero.registration:MODEL_SPEC",
+    "voicehub.models.vad_webrtc.registration:MODEL_SPEC",
+    "voicehub.models.sv_ge2e.registration:MODEL_SPEC",
+)
 """References to the built-in :class:`~voicehub.registry.ModelSpec` declarations, in listing order."""
 
 __all__ = ["BUILTIN_MODELS"]

@@ -1,0 +1,123 @@
+"""``voicehub vad``: speech segments of audio files, as text, strict JSON or RTTM."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from voicehub.core import strict_json
+from voicehub.core.config import write_text_atomic
+from voicehub.core.errors import VoiceHubError
+from voicehub.core.outputs import VADOutput
+
+
+def _format_text(output: VADOutput) -> str:
+    count = len(output.segments)
+    lines = [
+        f"{output.source}: {count} speech segment{'' if count == 1 else 's'} in {output.duration_s:.2f} s "
+        f"({output.speech_duration_s:.2f} s of speech)"
+    ]
+    for segment in output.segments:
+        score = f"  score {segment.score:.2f}" if segment.score is not None else ""
+        lines.append(f"  {segment.start_s:8.3f} - {segment.end_s:8.3f} s{score}")
+    return "\n".join(lines)
+
+
+def _json_record(output: VADOutput) -> dict[str, Any]:
+    record = output.to_dict()
+    if record.get("probabilities") is None:
+        record.pop("probabilities", None)
+        record.pop("frame_duration_s", None)
+    return record
+
+
+@click.command("vad")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--model",
+    "model_type",
+    default=None,
+    metavar="MODEL_TYPE",
+    help="A registered VAD model type or alias (default: vad_silero); see `voicehub models --task vad`.",
+)
+@click.option("--source", default=None, help="Checkpoint source (file, directory, hf:owner/name).")
+@click.option("--threshold", type=float, default=None, help="Speech probability threshold in [0, 1] (default 0.5).")
+@click.option("--min-speech-ms", type=float, default=None, help="Drop segments not longer than this (default 250).")
+@click.option("--min-silence-ms", type=float, default=None, help="Silence that ends a segment, in ms (default 100).")
+@click.option("--speech-pad-ms", type=float, default=None, help="Padding on each side, in ms (default 30).")
+@click.option("--max-speech-s", type=float, default=None, help="Cut longer segments, in seconds (default: none).")
+@click.option("--json", "as_json", is_flag=True, help="Print strict JSON (a list, one object per file).")
+@click.option(
+    "--rttm",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the segments as RTTM to this file ('-' for standard output).",
+)
+@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: on for several files).")
+def vad_command(
+    files: tuple[Path, ...],
+    model_type: str | None,
+    source: str | None,
+    threshold: float | None,
+    min_speech_ms: float | None,
+    min_silence_ms: float | None,
+    speech_pad_ms: float | None,
+    max_speech_s: float | None,
+    as_json: bool,
+    rttm: Path | None,
+    progress: bool | None,
+) -> None:
+    """Detect speech in FILE... (wav, flac, ogg, mp3; any sample rate) and print the segments.
+
+    Exits with status 1 if any file fails; the RTTM file is then not written.
+    """
+    from voicehub.auto import AutoModelForVoiceActivityDetection
+
+    overrides: dict[str, Any] = {
+        key: value
+        for key, value in (
+            ("threshold", threshold),
+            ("min_speech_duration_ms", min_speech_ms),
+            ("min_silence_duration_ms", min_silence_ms),
+            ("speech_pad_ms", speech_pad_ms),
+            ("max_speech_duration_s", max_speech_s),
+        )
+        if value is not None
+    }
+    try:
+        model = AutoModelForVoiceActivityDetection.from_pretrained(source, model_type=model_type)
+        model.resolve_options(**overrides)  # refuse bad options before decoding anything
+    except VoiceHubError as err:
+        raise click.ClickException(str(err)) from err
+    show_progress = progress if progress is not None else len(files) > 1
+    from tqdm import tqdm
+
+    outputs: list[VADOutput] = []
+    failures: list[str] = []
+    for path in tqdm(files, desc="vad", unit="file", disable=not show_progress, file=sys.stderr):
+        try:
+            output = model.detect(str(path), **overrides)
+        except VoiceHubError as err:
+            failures.append(str(err))
+            continue
+        outputs.append(output)
+        if not as_json and rttm != Path("-"):
+            click.echo(_format_text(output))
+    if as_json:
+        click.echo(strict_json.dumps([_json_record(o) for o in outputs], indent=2))
+    if failures:
+        for message in failures:
+            click.echo(f"Error: {message}", err=True)
+        raise click.exceptions.Exit(1)
+    if rttm is not None:
+        text = "".join(output.to_rttm() for output in outputs)
+        if rttm == Path("-"):
+            click.echo(text, nl=False)
+        else:
+            write_text_atomic(rttm, text)
+
+
+__all__ = ["vad_command"]
