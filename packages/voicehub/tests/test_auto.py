@@ -178,3 +178,15 @@ def _isolated_with_default(kernel: Path) -> ModelRegistry:
 def test_options_class_round_trip_is_closed() -> None:
     with pytest.raises(UnknownConfigKeyError, match="known keys are \\['min_gap_frames', 'threshold'\\]"):
         EnergyVADOptions.from_dict({"treshold": 0.1})
+
+
+def test_malformed_device_or_dtype_fails_before_the_wrapper_is_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    from voicehub.core import DeviceError
+
+    monkeypatch.delitem(sys.modules, ASR_MODULE, raising=False)
+    MODEL_CATALOG.register(SHADOW_ASR)
+    with pytest.raises(DeviceError, match="unknown device 'gpu'"):
+        AutoModel.from_pretrained(model_type="test_shadow_asr", device="gpu")
+    with pytest.raises(DeviceError, match="unsupported dtype 'int3'"):
+        AutoModel.from_pretrained(model_type="test_shadow_asr", dtype="int3")
+    assert ASR_MODULE not in sys.modules

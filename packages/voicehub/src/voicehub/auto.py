@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from voicehub.core import strict_json
 from voicehub.core.config import CONFIG_FILE_NAME
+from voicehub.core.device import normalize_device, normalize_dtype
 from voicehub.core.errors import ConfigError, RegistryError, TaskMismatchError, UnknownConfigKeyError
 from voicehub.core.tasks import SpeechTask
 from voicehub.modeling import PreTrainedSpeechModel
@@ -377,8 +378,11 @@ class _BaseAutoModel:
             TaskMismatchError: for a model of another task, before its module is imported.
             UnknownModelError: for an unknown ``model_type``, listing the valid ones.
             ConfigError: when the model type cannot be determined or disagrees with ``config``.
+            DeviceError: for a malformed device or dtype, before anything is imported.
             TypeError: for any keyword this signature does not define.
         """
+        normalize_device(device)  # malformed requests fail before any model module is imported
+        normalize_dtype(dtype)
         spec = cls.resolve_spec(source, model_type=model_type, config=config)
         wrapper_class = spec.load_wrapper_class()
         if not (isinstance(wrapper_class, type) and issubclass(wrapper_class, PreTrainedSpeechModel)):
