@@ -135,8 +135,15 @@ def test_silero_vad_step_carries_state_across_a_batch_of_streams() -> None:
         for start in range(0, two.shape[1], 512):
             probability, state = model.step(two[:, start : start + 512], 16000, state)
             steps.append(probability)
+        grouped, state = [], None
+        for start in range(0, two.shape[1], 512 * 8):  # 8, 8, 8, 8, 8 chunks per call
+            probabilities, state = model.step_chunks(two[:, start : start + 512 * 8], 16000, state)
+            grouped.append(probabilities)
     assert whole.shape == (2, 40)
     torch.testing.assert_close(torch.stack(steps, dim=1), whole, atol=1e-6, rtol=0)
+    torch.testing.assert_close(torch.cat(grouped, dim=1), whole, atol=1e-6, rtol=0)
+    with pytest.raises(AudioError, match="expected a multiple of 512 samples at 16000 Hz, got 1000"):
+        model.step_chunks(two[:, :1000], 16000)
 
 
 def test_silero_vad_state_dict_round_trip_gives_identical_output(tmp_path: Path) -> None:

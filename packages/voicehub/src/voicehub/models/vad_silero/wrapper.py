@@ -51,13 +51,10 @@ class SileroFrameScorer:
     def score(self, frames: FloatArray) -> FloatArray:
         """Probabilities of consecutive chunks, float32 (num_frames, chunk) -> (num_frames,)."""
         device = self.runtime.branch(self.sample_rate).stft_basis.device
-        chunks = torch.from_numpy(np.ascontiguousarray(frames, dtype=np.float32)).to(device)
-        out = np.empty(chunks.shape[0], dtype=np.float32)
+        chunks = torch.from_numpy(np.ascontiguousarray(frames, dtype=np.float32).reshape(1, -1)).to(device)
         with torch.inference_mode():
-            for index in range(chunks.shape[0]):
-                probability, self._state = self.runtime.step(chunks[index : index + 1], self.sample_rate, self._state)
-                out[index] = float(probability[0])
-        return out
+            probabilities, self._state = self.runtime.step_chunks(chunks, self.sample_rate, self._state)
+        return probabilities[0].float().cpu().numpy()
 
 
 class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions]):

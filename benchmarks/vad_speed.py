@@ -1,0 +1,162 @@
+"""Silero VAD speed: upstream TorchScript and ONNX Runtime against both native VoiceHub paths, in one run.
+
+Every implementation gets the same decoded float32 audio and returns speech segments:
+
+* ``upstream-jit``: ``silero_vad.get_speech_timestamps`` with the upstream TorchScript model
+  (one ``model(chunk, sr)`` call per 32 ms chunk, as upstream does);
+* ``upstream-onnx``: the same function with upstream's ``OnnxWrapper`` (onnxruntime, CPU);
+* ``native-whole-file``: ``vad_silero`` ``detect()``: STFT and encoder batched over all chunks,
+  only the LSTM sequential;
+* ``native-streaming``: ``vad_silero`` ``stream()`` fed one 32 ms chunk per ``push()``, as a live
+  stream (one ``step()`` per chunk).
+
+Each is timed best-of-``--repeats`` after one warm-up run, with ``--threads`` intra-op threads for
+torch and onnxruntime alike (default 1). The script checks that all four return the same
+segments. Real-time factor (RTF) = processing time / audio duration.
+
+Usage::
+
+    uv run python benchmarks/vad_speed.py                       # 60 s test file, v6, 1 thread
+    uv run python benchmarks/vad_speed.py --weights v5 --threads 2 --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import platform
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_FILES = [ROOT / "tests" / "data" / "silero" / "test.wav"]
+
+
+def _wheel_file(name: str) -> Path:
+    return Path(str(importlib.metadata.distribution("silero-vad").locate_file(f"silero_vad/data/{name}")))
+
+
+WEIGHTS = {
+    "v6": (_wheel_file("silero_vad.jit"), _wheel_file("silero_vad.onnx")),
+    "v5": (ROOT / "tests/data/silero/v5/silero_vad.jit", ROOT / "tests/data/silero/v5/silero_vad.onnx"),
+}
+
+
+def _best_time(run: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    result = run()  # warm-up (and the result to compare)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", type=Path, default=DEFAULT_FILES, help="audio files (default: test.wav)")
+    parser.add_argument("--weights", choices=sorted(WEIGHTS), default="v6")
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads for torch and onnxruntime")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", action="store_true", help="print strict JSON instead of a table")
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.threads)
+    import onnxruntime
+    import silero_vad  # sets torch threads to 1 on import
+
+    torch.set_num_threads(args.threads)
+    from voicehub.core import load_audio
+    from voicehub.models.vad_silero.wrapper import SileroVADModel
+
+    jit_path, onnx_path = WEIGHTS[args.weights]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        jit = torch.jit.load(str(jit_path), map_location="cpu")
+        onnx = silero_vad.utils_vad.OnnxWrapper(str(onnx_path), force_onnx_cpu=True)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    options.inter_op_num_threads = 1
+    providers = ["CPUExecutionProvider"]
+    onnx.session = onnxruntime.InferenceSession(str(onnx_path), sess_options=options, providers=providers)
+    native = SileroVADModel.from_pretrained(str(jit_path), lazy_load=False)
+
+    waves = [load_audio(path, target_sample_rate=16000).samples for path in args.files]
+    duration_s = sum(w.shape[0] for w in waves) / 16000
+
+    def upstream(model: Any) -> Callable[[], Any]:
+        def run() -> list[list[tuple[int, int]]]:
+            with torch.inference_mode():
+                return [
+                    [(d["start"], d["end"]) for d in silero_vad.get_speech_timestamps(torch.from_numpy(w), model)]
+                    for w in waves
+                ]
+
+        return run
+
+    def native_whole_file() -> list[list[tuple[int, int]]]:
+        outputs = native.detect([(w, 16000) for w in waves])
+        return [[(s.start_sample, s.end_sample) for s in o.segments] for o in outputs]
+
+    def native_streaming() -> list[list[tuple[int, int]]]:
+        out = []
+        for w in waves:
+            session = native.stream(16000)
+            for start in range(0, w.shape[0], 512):  # a live stream: one 32 ms chunk per push
+                session.push(w[start : start + 512])
+            session.flush()
+            out.append([(s.start_sample, s.end_sample) for s in session.segments])
+        return out
+
+    runs = {
+        "upstream-jit": upstream(jit),
+        "upstream-onnx": upstream(onnx),
+        "native-whole-file": native_whole_file,
+        "native-streaming": native_streaming,
+    }
+    results: dict[str, dict[str, Any]] = {}
+    segments: dict[str, Any] = {}
+    for name, run in runs.items():
+        seconds, segments[name] = _best_time(run, args.repeats)
+        results[name] = {"seconds": seconds, "rtf": seconds / duration_s}
+    reference = segments["upstream-jit"]
+    for name in runs:
+        results[name]["same_segments_as_upstream_jit"] = segments[name] == reference
+        results[name]["speedup_vs_upstream_jit"] = results["upstream-jit"]["seconds"] / results[name]["seconds"]
+        results[name]["speedup_vs_upstream_onnx"] = results["upstream-onnx"]["seconds"] / results[name]["seconds"]
+    report = {
+        "files": [str(p) for p in args.files],
+        "audio_s": duration_s,
+        "weights": args.weights,
+        "threads": args.threads,
+        "repeats": args.repeats,
+        "torch": torch.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "cpu": platform.processor() or platform.machine(),
+        "results": results,
+    }
+    if args.json:
+        print(json.dumps(report, indent=2, allow_nan=False))
+        return
+    print(
+        f"{duration_s:.1f} s of audio, Silero VAD {args.weights}, {args.threads} thread(s), best of {args.repeats}, "
+        f"torch {torch.__version__}, onnxruntime {onnxruntime.__version__}"
+    )
+    print(f"{'implementation':<20} {'time (ms)':>10} {'RTF':>8} {'x JIT':>7} {'x ONNX':>7}  same segments")
+    for name, row in results.items():
+        print(
+            f"{name:<20} {row['seconds'] * 1000:>10.1f} {row['rtf']:>8.4f} {row['speedup_vs_upstream_jit']:>7.2f} "
+            f"{row['speedup_vs_upstream_onnx']:>7.2f}  {'yes' if row['same_segments_as_upstream_jit'] else 'NO'}"
+        )
+    if not all(row["same_segments_as_upstream_jit"] for row in results.values()):
+        raise SystemExit("segments differ between implementations")
+
+
+if __name__ == "__main__":
+    main()
