@@ -96,8 +96,10 @@ def test_same_reader_pairs_score_above_every_synthetic_voice_pair(encoder: GE2ES
     different = (real @ synthetic.T).ravel()
     assert same.size == 10 and different.size == 5 * 48
     assert same.min() > different.max(), (same.min(), different.max())
-    other_reader = _embed(encoder, [DATA / "silero" / "test.wav"])
-    assert (real @ other_reader.T).max() < same.min()
+    other_reader = load_audio(DATA / "silero" / "test.wav").samples[:160000]  # first 10 s of another real reader
+    with torch.no_grad():
+        other = encoder.embed_utterances([torch.from_numpy(preprocess(other_reader, encoder.config))]).numpy()
+    assert (real @ other.T).max() < same.min()
 
 
 # ----------------------------------------------------------------------------- preprocessing
@@ -257,3 +259,18 @@ def test_ge2e_loss_decreases_with_a_few_steps_on_real_and_synthetic_speech() -> 
                     param.add_(param.grad, alpha=-0.01)
         losses.append(float(loss.detach()))
     assert losses[-1] < losses[0] * 0.9, losses
+
+
+def test_registrations_import_no_torch_in_a_fresh_process() -> None:
+    script = """
+import sys
+from voicehub.architectures.ge2e.registration import ARCHITECTURE as ge2e
+from voicehub.architectures.xvector.registration import ARCHITECTURE as xvector
+import voicehub.models.sv_ge2e
+assert "torch" not in sys.modules, sorted(m for m in sys.modules if m.startswith("torch"))[:5]
+assert ge2e.sample_rates == (16000,) and "trainable" in xvector.features
+print(voicehub.models.sv_ge2e.MODEL_SPEC.architecture)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "ge2e"

@@ -90,7 +90,8 @@ def test_verify_same_reader_accepts_and_synthetic_voice_rejects(verifier: GE2ESp
     assert isinstance(same, VerificationOutput) and same.scoring == "cosine"
     assert same.is_same_speaker and not other.is_same_speaker
     assert same.score > 0.75 > other.score
-    pair = verifier.verify([LIBRIVOX[0], LIBRIVOX[1]], [LIBRIVOX[2], DATA / "silero" / "test.wav"])
+    other_reader = load_audio(DATA / "silero" / "test.wav").samples[:SILERO_SEGMENT]
+    pair = verifier.verify([LIBRIVOX[0], LIBRIVOX[1]], [LIBRIVOX[2], (other_reader, 16000)])
     assert [p.is_same_speaker for p in pair] == [True, False]
 
 
@@ -150,7 +151,7 @@ def test_plda_backend_beats_cosine_on_held_out_sentences_and_survives_save_load(
     plda_scores = backend.score(test, test)
     plda_eer = compute_eer(*_trials(plda_scores, labels))
     assert plda_eer < cosine_eer, (plda_eer, cosine_eer)
-    assert plda_eer < 0.02 < cosine_eer  # measured: 0.0036 vs 0.055
+    assert plda_eer < 0.02 < cosine_eer  # measured (ROC convex hull EER): 0.0092 vs 0.046
 
     directory = backend.save(tmp_path / "backend")
     assert sorted(p.name for p in directory.iterdir()) == ["calibration.h5", "plda.h5", "transform.h5"]

@@ -1,16 +1,41 @@
 """GE2E LSTM speaker encoder (resemblyzer 0.1.4 weights) as a Hyperion ``HyperTorchModel``.
 
-Importing this package imports torch; :mod:`.registration` does not.
+Importing this package stays light (no torch): the architecture declaration is imported at once,
+the config, graph, preprocessing and checkpoint adapter on first attribute access.
 """
 
 from __future__ import annotations
 
-from voicehub.architectures.ge2e.checkpoint import load_resemblyzer_checkpoint, locate_resemblyzer_weights
-from voicehub.architectures.ge2e.config import SAMPLE_RATE, GE2EConfig
-from voicehub.architectures.ge2e.model import GE2ESpeakerEncoder
-from voicehub.architectures.ge2e.processor import preprocess
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from voicehub.architectures.ge2e.registration import ARCHITECTURE
+
+if TYPE_CHECKING:
+    from voicehub.architectures.ge2e.checkpoint import load_resemblyzer_checkpoint, locate_resemblyzer_weights
+    from voicehub.architectures.ge2e.config import SAMPLE_RATE, GE2EConfig
+    from voicehub.architectures.ge2e.model import GE2ESpeakerEncoder
+    from voicehub.architectures.ge2e.processor import preprocess
+
+_LAZY = {
+    "SAMPLE_RATE": "config",
+    "GE2EConfig": "config",
+    "GE2ESpeakerEncoder": "model",
+    "load_resemblyzer_checkpoint": "checkpoint",
+    "locate_resemblyzer_weights": "checkpoint",
+    "preprocess": "processor",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
+    "ARCHITECTURE",
     "SAMPLE_RATE",
     "GE2EConfig",
     "GE2ESpeakerEncoder",
