@@ -108,3 +108,16 @@ def test_console_script_lists_models_as_strict_json() -> None:
     for row in rows:
         assert row["weights"] in ("offline", "download", "none")
         assert set(row) >= {"model_type", "task", "default_for_task", "aliases", "default_source"}
+
+
+def test_loading_the_architecture_catalog_imports_declarations_only() -> None:
+    answer = _probe(
+        """
+from voicehub.models import load_builtin_architectures
+registry = load_builtin_architectures()
+print(json.dumps({**leaks(), "ids": list(registry.names())}))
+"""
+    )
+    assert answer["heavy"] == []
+    assert answer["model_modules"] == []
+    assert isinstance(answer["ids"], list)
