@@ -26,6 +26,7 @@ from voicehub.hyperion.np._checks import (
     class_stats,
     param,
     require,
+    single_threaded_blas,
 )
 from voicehub.hyperion.np.model import HyperNPModel
 from voicehub.hyperion.np.plda import inv_pd
@@ -121,7 +122,8 @@ class LinearGBE(HyperNPModel):
             delta = data - means[ids]
             weights = (1.0 / np.maximum(counts, 1.0))[ids] if self.balance_class_weight else np.ones(ids.shape[0])
             cov = (delta * weights[:, None]).T @ delta / weights.sum()
-            self.W = inv_pd(cov, "within-class covariance")
+            with single_threaded_blas():
+                self.W = inv_pd(cov, "within-class covariance")
         self.beta, self.nu = counts, np.asarray(float(counts.sum()))
         self.num_classes, self.x_dim = num_classes, data.shape[1]
         return self

@@ -42,6 +42,7 @@ from voicehub.hyperion.np._checks import (
     class_stats,
     param,
     require,
+    single_threaded_blas,
 )
 from voicehub.hyperion.np.model import HyperNPModel
 
@@ -211,12 +212,13 @@ class _PLDABase(HyperNPModel, register=False):
         if counts.shape[0] < 2:
             raise HyperionInputError(f"{owner}.fit: needs at least 2 classes, got {counts.shape[0]}")
         scatter = gram(data)
-        if not self.is_fitted:
-            self._initialize(counts, sums, scatter)
-        self.elbo_history = []
-        for epoch in range(epochs):
-            use_md = ml_md != "ml" and (md_epochs is None or epoch in md_epochs)
-            self.elbo_history.append(self._em_step(counts, sums, scatter, ml_md != "md", use_md))
+        with single_threaded_blas():
+            if not self.is_fitted:
+                self._initialize(counts, sums, scatter)
+            self.elbo_history = []
+            for epoch in range(epochs):
+                use_md = ml_md != "ml" and (md_epochs is None or epoch in md_epochs)
+                self.elbo_history.append(self._em_step(counts, sums, scatter, ml_md != "md", use_md))
         self._scorer_cache = None
         return self
 
@@ -231,8 +233,9 @@ class _PLDABase(HyperNPModel, register=False):
         require(type(self).__name__, **params)
         key = tuple(id(v) for v in params.values())
         if self._scorer_cache is None or self._scorer_cache[0] != key:
-            mu, sb, sw = self.covariances()
-            self._scorer_cache = (key, _Scorer.build(mu, sb, sw))
+            with single_threaded_blas():
+                mu, sb, sw = self.covariances()
+                self._scorer_cache = (key, _Scorer.build(mu, sb, sw))
         return self._scorer_cache[1]
 
     @property

@@ -28,6 +28,7 @@ from voicehub.hyperion.np._checks import (
     class_stats,
     param,
     require,
+    single_threaded_blas,
 )
 from voicehub.hyperion.np.model import HyperNPModel
 
@@ -127,7 +128,8 @@ class CentWhiten(NPTransform):
         if self.update_mu:
             self.mu = mu
         if self.update_t:
-            d, v = linalg.eigh(cov)
+            with single_threaded_blas():
+                d, v = linalg.eigh(cov)
             d, v = d[::-1], v[:, ::-1]
             keep = d > _EIG_FLOOR * max(float(d[0]), 0.0)
             self.T = np.ascontiguousarray(_sign_fix(v[:, keep] / np.sqrt(d[keep])))
@@ -239,7 +241,8 @@ class PCA(CentWhiten):
             self.mu = mu
         if not self.update_t:
             return self
-        d, v = linalg.eigh(cov)
+        with single_threaded_blas():
+            d, v = linalg.eigh(cov)
         d, v = d[::-1], _sign_fix(np.ascontiguousarray(v[:, ::-1]))
         dim = v.shape[1]
         if self.pca_dim is not None:
@@ -308,11 +311,12 @@ class LDA(CentWhiten):
             self.mu = mu
         if not self.update_t:
             return self
-        try:
-            _, v = linalg.eigh(sb, sw)
-        except linalg.LinAlgError:
-            ridge = 1e-2 * float(np.max(np.diag(sw)))
-            _, v = linalg.eigh(sb, sw + ridge * np.eye(sw.shape[0]))
+        with single_threaded_blas():
+            try:
+                _, v = linalg.eigh(sb, sw)
+            except linalg.LinAlgError:
+                ridge = 1e-2 * float(np.max(np.diag(sw)))
+                _, v = linalg.eigh(sb, sw + ridge * np.eye(sw.shape[0]))
         v = _sign_fix(np.ascontiguousarray(v[:, ::-1]))
         dim = self.lda_dim if self.lda_dim is not None else min(v.shape[1], num_classes - 1)
         if dim > v.shape[1]:
