@@ -161,13 +161,16 @@ def test_irreversible_plan_refuses_restore_and_rollback_reports_it() -> None:
         result.restore()
 
 
-def test_architecture_unsafe_feature_and_required_support_fail_before_mutation() -> None:
+def test_architecture_unsafe_feature_declines_the_pass_and_required_support_fails_before_mutation() -> None:
     class Audited(ScalePass):
         pass_id: ClassVar[str] = "test.audited"
         requires_architecture_support: ClassVar[bool] = True
 
+    class RequiredScale(ScalePass):
+        requirement = "required"
+
     class Spec:
-        name = "tiny"
+        architecture_id = "tiny"
         devices = ("cpu",)
         dtypes = ("float32",)
         features = ("test.scale-inference-unsafe",)
@@ -176,8 +179,15 @@ def test_architecture_unsafe_feature_and_required_support_fail_before_mutation()
     model = _model()
     before = _snapshot(model)
     manager = OptimizationPassManager(_registry())
+    result = manager.apply(model, ("eval-mode", "scale"), architecture=Spec())
+    assert result.outcomes() == {"eval-mode": "configured", "scale": "not-applicable"}
+    reason = result.manifest()["passes"][1]["metadata"]["reason"]
+    assert reason.startswith("architecture 'tiny' declares the feature 'test.scale-inference-unsafe'")
+    assert _identical(model, before)  # the declined pass did not run
+    result.restore()
+    assert model.training
     with pytest.raises(OptimizationCompatibilityError, match=r"test\.scale-inference-unsafe"):
-        manager.apply(model, ("eval-mode", "scale"), architecture=Spec())
+        manager.apply(model, ("eval-mode", RequiredScale()), architecture=Spec())
     with pytest.raises(OptimizationCompatibilityError, match="audited architecture support"):
         manager.apply(model, (Audited(),), architecture=Spec())
     with pytest.raises(OptimizationCompatibilityError, match="verified in"):

@@ -6,7 +6,9 @@
 2. refuses a plan that names a pass twice (by name or by ``pass_id@version``);
 3. snapshots every pass's declaration (id, kind, version, configuration, capabilities);
 4. validates every pass against the runtime, the context and the architecture's verified
-   facts -- nothing has changed yet, so any error here leaves the runtime untouched;
+   facts -- nothing has changed yet, so any error here leaves the runtime untouched. A pass the
+   architecture declines (feature ``<kind>-<mode>-unsafe``) becomes ``not-applicable`` with that
+   reason, or an error when the pass is configured with ``requirement="required"``;
 5. applies the passes in order, checking each result and its strict-JSON metadata; before each
    pass after the first, its capabilities are checked again against the device and dtype the
    runtime has *now* (a ``dtype`` pass makes a later float32-only pass impossible);
@@ -193,11 +195,17 @@ class OptimizationPassManager:
         """Like :meth:`apply`, for a plan already turned into ``(name, pass)`` pairs by :meth:`resolve`."""
         ctx = self._context(model, context, architecture)
         declarations = [instance.declaration() for _, instance in resolved]
-        self._validate(model, resolved, ctx)
+        declined = self._validate(model, resolved, ctx)
 
         applied: list[AppliedPass] = []
         current = model
         for (name, instance), declaration in zip(resolved, declarations, strict=True):
+            if name in declined:
+                result = instance.not_applicable_result(current, reason=declined[name])
+                applied.append(
+                    AppliedPass(name=name, optimization_pass=instance, result=result, declaration=declaration)
+                )
+                continue
             try:
                 stage = _staged_context(ctx, current) if applied else ctx
                 reasons = instance.capabilities.incompatibilities(stage)
@@ -229,7 +237,11 @@ class OptimizationPassManager:
         return context.with_architecture(architecture)
 
     @staticmethod
-    def _validate(model: object, resolved: Sequence[tuple[str, OptimizationPass]], ctx: OptimizationContext) -> None:
+    def _validate(
+        model: object, resolved: Sequence[tuple[str, OptimizationPass]], ctx: OptimizationContext
+    ) -> dict[str, str]:
+        """Validate every pass; return ``{name: reason}`` for passes the architecture declines."""
+        declined: dict[str, str] = {}
         architecture_reasons = ctx.incompatibilities_with_architecture()
         if architecture_reasons:
             raise OptimizationCompatibilityError(
@@ -239,10 +251,14 @@ class OptimizationPassManager:
         for name, instance in resolved:
             unsafe = f"{instance.compatibility_kind}-{ctx.mode.value}-unsafe"
             if unsafe in ctx.architecture_features:
-                raise OptimizationCompatibilityError(
-                    instance.pass_id,
-                    (f"architecture {ctx.architecture!r} declares the feature {unsafe!r}; do not request {name!r}",),
+                reason = (
+                    f"architecture {ctx.architecture!r} declares the feature {unsafe!r}: the pass was measured to "
+                    f"break this model's outputs in {ctx.mode.value} mode; the runtime is unchanged"
                 )
+                if instance.requirement == "required":
+                    raise OptimizationCompatibilityError(instance.pass_id, (reason,))
+                declined[name] = reason
+                continue
             if instance.requires_architecture_support:
                 verified = ctx.architecture_passes or ()
                 if instance.compatibility_kind not in verified:
@@ -255,6 +271,7 @@ class OptimizationPassManager:
                         ),
                     )
             instance.validate(model, ctx)
+        return declined
 
 
 def _staged_context(ctx: OptimizationContext, runtime: object) -> OptimizationContext:

@@ -14,7 +14,7 @@ import abc
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Literal
 
 from voicehub.core import strict_json
 from voicehub.core.errors import StrictJSONError
@@ -95,6 +95,9 @@ class OptimizationPass(abc.ABC):
             then list :attr:`compatibility_kind` among its verified optimization passes.
         optimization_kind: the compatibility category (defaults to ``pass_id``); architectures
             declare verified kinds and ``<kind>-<mode>-unsafe`` features with it.
+        requirement: ``"auto"``: when the runtime or architecture rules the pass out, the pass
+            reports not-applicable (or falls back) with the reason; ``"required"``: that is an
+            error before any change. Configurable passes set it per instance.
     """
 
     pass_id: ClassVar[str]
@@ -102,6 +105,7 @@ class OptimizationPass(abc.ABC):
     capabilities: ClassVar[OptimizationCapabilities]
     requires_architecture_support: ClassVar[bool] = False
     optimization_kind: ClassVar[str | None] = None
+    requirement: Literal["auto", "required"] = "auto"
 
     # ---------------------------------------------------------------- identity
     @property
