@@ -1,0 +1,91 @@
+"""The ``sv_xvector`` wrapper: the x-vector encoder behind :class:`~voicehub.modeling.PreTrainedSVModel`.
+
+There are no pretrained weights. ``load_for_training()`` without a source builds a new encoder
+from the config; inference needs a source: a Hyperion checkpoint of
+:class:`~voicehub.architectures.xvector.XVector` (``.pth`` file or ``config.json`` +
+``model.safetensors`` directory) or a directory written by ``save_pretrained`` (``encoder/``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from voicehub.architectures.xvector import XVector, XVectorConfig
+from voicehub.core.audio import Waveform
+from voicehub.core.errors import CheckpointError
+from voicehub.core.outputs import SpeakerOutput
+from voicehub.hyperion.torch import CONFIG_FILE_NAME as HYPERION_CONFIG_FILE
+from voicehub.hyperion.torch import HyperTorchModel
+from voicehub.modeling import PreTrainedSVModel
+from voicehub.models.sv_xvector.config import SVXVectorConfig, SVXVectorOptions
+
+ENCODER_DIR = "encoder"
+"""Sub-directory of a saved wrapper holding the encoder in the Hyperion directory format."""
+
+
+class XVectorSpeakerVerifier(PreTrainedSVModel[SVXVectorConfig, SVXVectorOptions]):
+    """x-vector embeddings (not normalised; ``embedding_dim`` from the checkpoint) with cosine scoring.
+
+    A batch is run as one padded forward pass with per-item lengths (the graph masks padding,
+    so the result equals one-by-one inference).
+    """
+
+    config_class = SVXVectorConfig
+    options_class = SVXVectorOptions
+
+    def _load_runtime(self, checkpoint: Path | None, *, device: str, dtype: Any, training: bool) -> XVector:
+        if checkpoint is None:
+            if not training:
+                raise CheckpointError(
+                    "sv_xvector has no pretrained weights: pass source=<an XVector checkpoint (.pth or directory)> "
+                    "or a saved sv_xvector directory, or call load_for_training() to train a new encoder"
+                )
+            cfg = self.config
+            return XVector(
+                XVectorConfig(channels=cfg.channels, embedding_dim=cfg.embedding_dim, num_classes=cfg.num_classes)
+            )
+        target = checkpoint / ENCODER_DIR if (checkpoint / ENCODER_DIR).is_dir() else checkpoint
+        if target.is_dir() and not (target / HYPERION_CONFIG_FILE).is_file():
+            raise CheckpointError(
+                f"{checkpoint}: no x-vector checkpoint: expected {ENCODER_DIR}/ (a saved sv_xvector model) or "
+                f"{HYPERION_CONFIG_FILE} + model.safetensors",
+                path=checkpoint,
+            )
+        loaded = HyperTorchModel.auto_load(target)
+        if not isinstance(loaded, XVector):
+            raise CheckpointError(f"{target}: holds a {type(loaded).__name__}, not an XVector", path=target)
+        return loaded
+
+    def _save_weights(self, runtime: Any, directory: Path) -> None:
+        """Write the encoder in the Hyperion directory format under ``encoder/``."""
+        if not isinstance(runtime, XVector):
+            raise CheckpointError(f"sv_xvector: cannot save a {type(runtime).__name__} runtime")
+        runtime.save(directory / ENCODER_DIR)
+
+    def _embed(
+        self, runtime: XVector, waveforms: Sequence[Waveform], options: SVXVectorOptions
+    ) -> Sequence[SpeakerOutput]:
+        device = runtime.device
+        lengths = torch.tensor([w.num_samples for w in waveforms], device=device)
+        longest = int(lengths.max())
+        batch = torch.zeros(len(waveforms), longest, device=device)
+        for row, waveform in enumerate(waveforms):
+            batch[row, : waveform.num_samples] = torch.from_numpy(waveform.samples)
+        embeddings = runtime(batch, lengths if len(waveforms) > 1 else None).float().cpu().numpy()
+        return [
+            SpeakerOutput(
+                embedding=np.ascontiguousarray(embedding, dtype=np.float32),
+                duration_s=w.duration_s,
+                source=w.source,
+                metadata={"model_type": self.model_type, "sample_rate": w.sample_rate},
+            )
+            for embedding, w in zip(embeddings, waveforms, strict=True)
+        ]
+
+
+__all__ = ["ENCODER_DIR", "XVectorSpeakerVerifier"]

@@ -1,0 +1,69 @@
+"""The ``sv_xvector`` wrapper: no pretrained weights, train -> save_pretrained -> from_pretrained -> embed/verify."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from voicehub.core import CheckpointError, SpeakerOutput, load_audio
+from voicehub.models.sv_xvector.config import SVXVectorConfig
+from voicehub.models.sv_xvector.wrapper import XVectorSpeakerVerifier
+
+ROOT = Path(__file__).resolve().parents[3]
+SYNTHETIC = ROOT / "tests" / "data" / "synthetic"
+SPEAKERS = ("flite_slt", "flite_awb", "espeak_us_m1")
+
+
+def test_inference_without_a_checkpoint_explains_there_are_no_pretrained_weights() -> None:
+    model = XVectorSpeakerVerifier(device="cpu")
+    with pytest.raises(CheckpointError, match=r"no pretrained weights.*load_for_training"):
+        model.embed(SYNTHETIC / "flite_slt_1.flac")
+
+
+def test_train_save_reload_and_embed_round_trip(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = XVectorSpeakerVerifier(SVXVectorConfig(channels=32, embedding_dim=16, num_classes=3), device="cpu")
+    runtime = model.load_for_training().runtime
+    assert runtime.training and runtime.config.num_classes == 3
+    waves = [load_audio(SYNTHETIC / f"{s}_{n}.flac").samples[:20000] for s in SPEAKERS for n in (1, 2)]
+    batch = torch.from_numpy(np.stack(waves))
+    labels = torch.tensor([0, 0, 1, 1, 2, 2])
+    losses = []
+    for _ in range(2):
+        runtime.zero_grad()
+        loss = runtime.loss(batch, labels)
+        loss.backward()
+        with torch.no_grad():
+            for group in runtime.trainable_param_groups():
+                for param in group["params"]:
+                    param.add_(param.grad, alpha=-0.05)
+        losses.append(float(loss.detach()))
+    assert losses[1] < losses[0]
+    model.load()  # back to inference, same weights
+    files = [SYNTHETIC / "flite_slt_3.flac", SYNTHETIC / "espeak_us_m1_4.flac"]
+    together = model.embed(files)
+    assert all(isinstance(o, SpeakerOutput) and o.embedding.shape == (16,) for o in together)
+    alone = model.embed(files[1])
+    assert np.abs(together[1].embedding - alone.embedding).max() < 1e-4  # padded batch == single
+    saved = model.save_pretrained(tmp_path / "xv")
+    assert (saved / "encoder" / "config.json").is_file()
+    reloaded = XVectorSpeakerVerifier.from_pretrained(saved, device="cpu")
+    again = reloaded.embed(files)
+    for first, second in zip(together, again, strict=True):
+        np.testing.assert_array_equal(first.embedding, second.embedding)
+    decision = reloaded.verify(files[0], files[1])
+    assert decision.scoring == "cosine" and decision.threshold == 0.5
+    assert decision.score == pytest.approx(
+        float(again[0].embedding @ again[1].embedding)
+        / float(np.linalg.norm(again[0].embedding) * np.linalg.norm(again[1].embedding)),
+        abs=1e-6,
+    )
+
+
+def test_a_saved_directory_of_another_model_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match=r"empty: no x-vector checkpoint"):
+        XVectorSpeakerVerifier.from_pretrained(tmp_path / "empty", device="cpu").load()
