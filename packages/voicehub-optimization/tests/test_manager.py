@@ -217,3 +217,22 @@ def test_mode_and_context_must_agree() -> None:
         )
     with pytest.raises(OptimizationCompatibilityError, match="mode 'training' is not supported"):
         apply_optimization_plan(_model(), "eval-mode", mode="training", registry=_registry())
+
+
+def test_a_pass_reporting_skipped_or_an_acceleration_is_rejected_and_rolled_back() -> None:
+    class Boastful(ScalePass):
+        pass_id: ClassVar[str] = "test.boastful"
+
+        def __init__(self, outcome: str) -> None:
+            self.outcome = outcome
+
+        def apply(self, model: object, context: OptimizationContext) -> PassResult:
+            super().apply(model, context)
+            return PassResult(model=model, metadata={"outcome": self.outcome})
+
+    for outcome in ("skipped", "accelerated"):
+        model = _model()
+        before = _snapshot(model)
+        with pytest.raises(OptimizationApplicationError, match=f"outcome '{outcome}' is not allowed"):
+            OptimizationPassManager(_registry()).apply(model, ("eval-mode", Boastful(outcome)))
+        assert model.training and _identical(model, before)  # both passes were undone

@@ -201,11 +201,12 @@ class OptimizationPassManager:
         current = model
         for (name, instance), declaration in zip(resolved, declarations, strict=True):
             if name in declined:
-                result = instance.not_applicable_result(current, reason=declined[name])
+                declined_result = instance.not_applicable_result(current, reason=declined[name])
                 applied.append(
-                    AppliedPass(name=name, optimization_pass=instance, result=result, declaration=declaration)
+                    AppliedPass(name=name, optimization_pass=instance, result=declined_result, declaration=declaration)
                 )
                 continue
+            returned: object = None
             try:
                 stage = _staged_context(ctx, current) if applied else ctx
                 reasons = instance.capabilities.incompatibilities(stage)
@@ -214,10 +215,16 @@ class OptimizationPassManager:
                         instance.pass_id,
                         (*reasons, f"after {[a.name for a in applied]}; reorder the plan or drop one of the passes"),
                     )
-                result = instance.apply(current, stage)
-                _check_result(instance, result)
+                returned = instance.apply(current, stage)
+                result = _check_result(instance, returned)
             except Exception as err:
-                rollback_errors = _rollback(applied, current, ctx)
+                undo, last = list(applied), current
+                if isinstance(returned, PassResult):  # apply() finished but its result was refused: undo it too
+                    undo.append(
+                        AppliedPass(name=name, optimization_pass=instance, result=returned, declaration=declaration)
+                    )
+                    last = returned.model
+                rollback_errors = _rollback(undo, last, ctx)
                 raise OptimizationApplicationError(instance.pass_id, err, rollback_errors) from err
             applied.append(AppliedPass(name=name, optimization_pass=instance, result=result, declaration=declaration))
             current = result.model
@@ -282,7 +289,7 @@ def _staged_context(ctx: OptimizationContext, runtime: object) -> OptimizationCo
     return dataclasses.replace(ctx, device=now.device, dtype=now.dtype)
 
 
-def _check_result(instance: OptimizationPass, result: object) -> None:
+def _check_result(instance: OptimizationPass, result: object) -> PassResult:
     if not isinstance(result, PassResult):
         raise OptimizationConfigurationError(
             f"{type(instance).__name__}.apply() returned {type(result).__name__}, expected a PassResult"
@@ -305,6 +312,7 @@ def _check_result(instance: OptimizationPass, result: object) -> None:
         raise OptimizationConfigurationError(
             f"{instance.pass_id}: PassResult.metadata is not strict JSON: {err}"
         ) from err
+    return result
 
 
 def _rollback(applied: Sequence[AppliedPass], model: object, ctx: OptimizationContext) -> list[tuple[str, str]]:
