@@ -13,7 +13,7 @@ import torch
 from voicehub.architectures.errors import CheckpointMismatchError
 from voicehub.architectures.ge2e import GE2EConfig, GE2ESpeakerEncoder, load_resemblyzer_checkpoint, preprocess
 from voicehub.architectures.ge2e.checkpoint import RESEMBLYZER_SHA256, locate_resemblyzer_weights
-from voicehub.architectures.ge2e.processor import normalize_volume, voiced_mask
+from voicehub.architectures.ge2e.processor import dilate, normalize_volume, voiced_mask
 from voicehub.core import AudioError, CheckpointError, ConfigError, load_audio
 from voicehub.hyperion.errors import HyperionFileError, UnsafeFormatError
 from voicehub.hyperion.torch import HyperTorchModel
@@ -127,6 +127,16 @@ def test_trimming_removes_a_long_inserted_silence(encoder: GE2ESpeakerEncoder) -
     kept_gap = mask[len(speech) + 4800 : len(speech) + len(gap) - 4800]
     assert not kept_gap.any()  # at most 6 windows (180 ms) of silence survive next to speech
     assert mask[: len(speech) // 2].mean() > 0.8
+
+
+@pytest.mark.parametrize("size", [1, 2, 6, 7, 8])
+def test_dilation_is_aligned_like_scipy_binary_dilation(size: int) -> None:
+    from scipy.ndimage import binary_dilation
+
+    rng = np.random.default_rng(size)
+    for _ in range(20):
+        mask = rng.random(40) < 0.1
+        np.testing.assert_array_equal(dilate(mask, size), binary_dilation(mask, np.ones(size)))
 
 
 # ----------------------------------------------------------------------------- checkpoint adapter

@@ -9,7 +9,8 @@ Reproduces ``resemblyzer.audio.preprocess_wav`` (0.1.4) after resampling to 16 k
    to 16-bit PCM, and each window is classified by the WebRTC VAD (aggressiveness 3). The
    decisions are smoothed with a centred moving average over 8 windows (zero padded, 3 before
    and 4 after, rounded half to even, so 4 of 8 is silence), dilated by 3 windows each side
-   (a 7-window structuring element, ``vad_max_silence_windows + 1``), and the samples of the
+   (a 7-window structuring element, ``vad_max_silence_windows + 1``, aligned as scipy's
+   ``binary_dilation``), and the samples of the
    windows left unvoiced are removed.
 
 Defects fixed: silent input (RMS 0) made upstream divide by zero and return NaN samples; here
@@ -79,9 +80,25 @@ def voiced_mask(samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDA
     padded = np.concatenate([np.zeros((width - 1) // 2, np.int64), flags, np.zeros(width // 2, np.int64)])
     counts = np.convolve(padded, np.ones(width, np.int64), mode="valid")
     smoothed = np.round(counts / width).astype(bool)
-    reach = config.vad_max_silence_windows + 1
-    dilated = np.convolve(smoothed.astype(np.int64), np.ones(reach, np.int64), mode="same") > 0
-    return np.repeat(dilated, window)
+    return np.repeat(dilate(smoothed, config.vad_max_silence_windows + 1), window)
+
+
+def dilate(mask: npt.NDArray[np.bool_], size: int) -> npt.NDArray[np.bool_]:
+    """Binary dilation by ``size`` ones, aligned as ``scipy.ndimage.binary_dilation`` (origin 0).
+
+    ``out[i]`` is true when ``mask`` is true anywhere in ``[i - (size - 1 - size // 2), i + size // 2]``.
+
+    Args:
+        mask: bool (num_windows,).
+        size: structuring-element length (>= 1).
+
+    Returns:
+        bool (num_windows,).
+    """
+    ahead = size // 2
+    behind = size - 1 - ahead
+    padded = np.concatenate([np.zeros(behind, np.int64), mask.astype(np.int64), np.zeros(ahead, np.int64)])
+    return np.asarray(np.convolve(padded, np.ones(size, np.int64), mode="valid") > 0)
 
 
 def preprocess(samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDArray[np.float32]:
@@ -113,4 +130,4 @@ def preprocess(samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDAr
     return np.ascontiguousarray(kept)
 
 
-__all__ = ["INT16_MAX", "normalize_volume", "preprocess", "voiced_mask"]
+__all__ = ["INT16_MAX", "dilate", "normalize_volume", "preprocess", "voiced_mask"]
