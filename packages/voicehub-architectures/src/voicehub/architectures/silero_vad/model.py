@@ -43,7 +43,21 @@ from voicehub.architectures.silero_vad.config import (
 from voicehub.core.errors import AudioError
 
 MIN_ROWS = 4
-"""Fewest windows :meth:`SileroVADBranch.encode` multiplies at once (see there)."""
+"""Fewest rows :func:`_rows_linear` multiplies at once."""
+
+
+def _rows_linear(inputs: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """``F.linear`` over the last dimension, with at least :data:`MIN_ROWS` rows per product.
+
+    BLAS sums a single-row product (a matrix-vector kernel) in another order than a multi-row
+    one, so one streamed chunk would otherwise differ from the same chunk inside a whole file.
+    Fewer rows are padded by repeating the first; the padding is dropped from the result.
+    """
+    rows = inputs.reshape(-1, inputs.shape[-1])
+    count = rows.shape[0]
+    if count < MIN_ROWS:
+        rows = torch.cat([rows, rows[:1].expand(MIN_ROWS - count, -1)])
+    return F.linear(rows, weight, bias)[:count].reshape(*inputs.shape[:-1], weight.shape[0])
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -93,9 +107,8 @@ class SileroVADBranch(nn.Module):
 
         The STFT and the convolutions are written as framed matrix products (``unfold`` + ``linear``,
         the same arithmetic as ``Conv1d``) so that a window's features do not depend on how many
-        windows are encoded together: BLAS sums single-row products in another order than
-        multi-row ones, so fewer than :data:`MIN_ROWS` windows are padded by repetition. This keeps
-        the streaming and whole-file paths equal to float32 rounding of the recurrence alone.
+        windows are encoded together (see :func:`_rows_linear`). This keeps the streaming and
+        whole-file paths equal up to the float32 rounding of the recurrence alone.
 
         Args:
             windows: float (num_windows, context_samples + chunk_samples).
@@ -103,12 +116,9 @@ class SileroVADBranch(nn.Module):
         Returns:
             float (num_windows, encoder_channels[-1]), the LSTM input of each window.
         """
-        count = windows.shape[0]
-        if count < MIN_ROWS:
-            windows = windows.repeat(-(-MIN_ROWS // count), 1)[:MIN_ROWS]
         padded = F.pad(windows.unsqueeze(1), (0, self.context_samples), mode="reflect").squeeze(1)
         frames = padded.unfold(1, self.stft_basis.shape[-1], self.hop_length)  # (windows, 4, filter_length)
-        spectrum = F.linear(frames, self.stft_basis.squeeze(1))  # (windows, 4, 2 * num_bins)
+        spectrum = _rows_linear(frames, self.stft_basis.squeeze(1), None)  # (windows, 4, 2 * num_bins)
         real, imag = spectrum[..., : self.num_bins], spectrum[..., self.num_bins :]
         features = torch.sqrt(real * real + imag * imag)  # (windows, frames, channels)
         for module in self.encoder:
@@ -116,10 +126,10 @@ class SileroVADBranch(nn.Module):
             half = conv.kernel_size[0] // 2
             columns = F.pad(features, (0, 0, half, half)).unfold(1, conv.kernel_size[0], conv.stride[0])
             weight = conv.weight.reshape(conv.out_channels, -1)  # (out, in * kernel), as columns are laid out
-            features = F.relu(F.linear(columns.reshape(columns.shape[0], columns.shape[1], -1), weight, conv.bias))
+            features = F.relu(_rows_linear(columns.reshape(columns.shape[0], columns.shape[1], -1), weight, conv.bias))
         # Upstream averages the head output over the remaining frames; with strides 1, 2, 2, 1 on
         # 4 STFT frames exactly one frame is left, so the mean is the identity.
-        return features.mean(dim=1)[:count]
+        return features.mean(dim=1)
 
     def decode(self, hidden: Tensor) -> Tensor:
         """Speech probability from LSTM outputs.
