@@ -139,11 +139,13 @@ def class_stats(x: FloatArray, ids: NDArray[np.int64], num_classes: int) -> tupl
     """
     counts = np.bincount(ids, minlength=num_classes).astype(np.float64)
     sums = np.zeros((num_classes, x.shape[1]), dtype=np.float64)
-    order = np.argsort(ids, kind="stable")
     present = counts > 0
     starts = np.concatenate(([0], np.cumsum(counts[present])[:-1])).astype(np.int64)
-    if order.size:
-        sums[present] = np.add.reduceat(np.asarray(x, dtype=np.float64)[order], starts, axis=0)
+    if ids.size:
+        data = np.asarray(x, dtype=np.float64)
+        if np.any(ids[1:] < ids[:-1]):  # group the rows of each class (already grouped: no copy)
+            data = data[np.argsort(ids, kind="stable")]
+        sums[present] = np.add.reduceat(data, starts, axis=0)
     return counts, sums
 
 
