@@ -227,8 +227,9 @@ def test_forward_shape_dtype_device_and_errors(encoder: GE2ESpeakerEncoder) -> N
 
 
 def test_batched_embedding_equals_one_by_one(encoder: GE2ESpeakerEncoder) -> None:
-    together = _embed(encoder, LIBRIVOX[:3])
-    apart = np.stack([_embed(encoder, [p])[0] for p in LIBRIVOX[:3]])
+    pair = [LIBRIVOX[1], LIBRIVOX[4]]  # the two shortest utterances (3.0 s and 3.3 s)
+    together = _embed(encoder, pair)
+    apart = np.stack([_embed(encoder, [p])[0] for p in pair])
     assert np.abs(together - apart).max() < 1e-6
 
 
