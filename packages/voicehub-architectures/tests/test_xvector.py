@@ -78,7 +78,7 @@ def test_batched_embeddings_equal_one_by_one_despite_padding(speech_batch: tuple
     with torch.no_grad():
         together = model(batch, lengths)
         apart = torch.cat([model(batch[i : i + 1, : int(n)]) for i, n in enumerate(lengths)])
-    assert together.shape == (12, 16) and together.dtype == torch.float32
+    assert together.shape == (12, 16) and together.dtype == torch.float32 and together.device == model.device
     assert (together - apart).abs().max() < 1e-4
 
 

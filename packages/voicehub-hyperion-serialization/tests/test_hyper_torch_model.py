@@ -196,6 +196,33 @@ def test_load_refuses_a_file_of_another_class(tmp_path: Path) -> None:
         TinyHyperModel.load(path)
 
 
+class EntryPointNet(HyperTorchModel):
+    """A plug-in class announced through the ``voicehub.hyperion_torch_models`` entry-point group."""
+
+
+def test_auto_load_finds_a_plugin_class_through_its_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.metadata
+
+    path = EntryPointNet().save(tmp_path / "plugin.pth")
+    payload = torch.load(path, weights_only=True)
+    payload.pop("class_path")  # as written by another toolkit: no module recorded
+    torch.save(payload, path)
+    monkeypatch.delitem(HyperTorchModel._registry, "EntryPointNet")  # as in a process that never imported it
+    with pytest.raises(UnknownHyperionClassError, match="EntryPointNet"):
+        HyperTorchModel.auto_load(path)
+    entry = importlib.metadata.EntryPoint(
+        name="EntryPointNet", value=f"{__name__}:EntryPointNet", group="voicehub.hyperion_torch_models"
+    )
+
+    def entry_points(*, group: str) -> list[importlib.metadata.EntryPoint]:
+        return [entry] if group == "voicehub.hyperion_torch_models" else []
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)
+    assert type(HyperTorchModel.auto_load(path)) is EntryPointNet
+
+
 def test_auto_load_unknown_class_lists_known_names_and_file(tmp_path: Path) -> None:
     path = tmp_path / "u.pth"
     torch.save({"model_cfg": {"class_name": "NoSuchNet"}, "model_state_dict": {}}, path)
