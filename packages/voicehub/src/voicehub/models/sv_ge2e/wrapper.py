@@ -5,6 +5,8 @@ wheel; otherwise a resemblyzer-format ``.pt`` file, a Hyperion ``HyperTorchModel
 of :class:`~voicehub.architectures.ge2e.GE2ESpeakerEncoder` (``.pth`` file or ``config.json`` +
 ``model.safetensors`` directory), or a directory written by :meth:`GE2ESpeakerVerifier.save_pretrained`
 (``encoder/`` in the Hyperion directory format and, when a back-end is attached, ``backend/``).
+The preprocessing settings of :class:`SVGE2EConfig` (silence trimming, volume target, partial
+rate and coverage) override those stored with the encoder; its architecture comes from the file.
 """
 
 from __future__ import annotations
