@@ -8,6 +8,8 @@ from __future__ import annotations
 
 BUILTIN_ARCHITECTURES: tuple[str, ...] = (
     "voicehub.architectures.silero_vad.registration:ARCHITECTURE",
+    "voicehub.architectures.ge2e.registration:ARCHITECTURE",
+    "voicehub.architectures.xvector.registration:ARCHITECTURE",
 )
 """One reference per architecture family."""
 
