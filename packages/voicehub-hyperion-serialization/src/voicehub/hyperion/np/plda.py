@@ -394,11 +394,18 @@ class SPLDA(_PLDABase):
     def _initialize(self, counts: FloatArray, sums: FloatArray, scatter: FloatArray) -> None:
         means = sums / counts[:, None]
         mu = means.mean(axis=0)
-        _, s, vt = linalg.svd(means - mu, full_matrices=False)
+        # Leading right singular vectors of the centred class means, scaled by the singular
+        # values (upstream's initialization), from the (dim, dim) Gram matrix: an eigh of a
+        # small matrix instead of an SVD of (num_classes, dim).
+        centred = means - mu
+        eigvals, eigvecs = linalg.eigh(gram(centred), check_finite=False)
+        eigvals, eigvecs = eigvals[::-1], eigvecs[:, ::-1]
+        rank = min(sums.shape[1], counts.shape[0])
         limit = min(sums.shape[1], counts.shape[0] - 1)
-        self.y_dim = min(self.y_dim or limit, s.shape[0])
+        self.y_dim = min(self.y_dim or limit, rank)
         self.mu = mu
-        self.V = s[: self.y_dim, None] * vt[: self.y_dim]
+        singular = np.sqrt(np.maximum(eigvals[: self.y_dim], 0.0))
+        self.V = singular[:, None] * eigvecs[:, : self.y_dim].T
         within = (scatter - (means * counts[:, None]).T @ means) / counts.sum()
         self.W = inv_pd(within, "within-class covariance") if self.fullcov_W else np.diag(1 / np.diag(within))
 
