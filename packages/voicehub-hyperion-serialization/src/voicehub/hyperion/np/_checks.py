@@ -91,6 +91,13 @@ def require(owner: str, **params: Any) -> None:
         raise NotFittedError(f"{owner} is not fitted (missing {', '.join(missing)}); call fit() or load() first")
 
 
+def fitted(owner: str, key: str, value: FloatArray | None) -> FloatArray:
+    """Return a fitted parameter, or raise NotFittedError naming it when it is ``None``."""
+    if value is None:
+        raise NotFittedError(f"{owner} is not fitted (missing {key}); call fit() or load() first")
+    return value
+
+
 def as_matrix(owner: str, x: Any, *, dim: int | None = None, what: str = "x") -> FloatArray:
     """Return ``x`` as a finite 2-D float array (num_rows, dim).
 

@@ -20,7 +20,7 @@ from scipy import optimize
 from scipy.special import expit, log_expit
 
 from voicehub.hyperion.errors import HyperionInputError
-from voicehub.hyperion.np._checks import FloatArray, check_bool, check_float, check_int, param, require
+from voicehub.hyperion.np._checks import FloatArray, check_bool, check_float, check_int, fitted, param, require
 from voicehub.hyperion.np.model import HyperNPModel
 
 
@@ -246,14 +246,13 @@ class BinaryLogisticRegression(HyperNPModel):
         Raises:
             NotFittedError: before fitting; HyperionInputError: for a wrong number of systems.
         """
-        require(type(self).__name__, A=self.A, b=self.b)
-        assert self.A is not None and self.b is not None
-        feats = self._features(type(self).__name__, x)
-        if feats.shape[1] != self.A.shape[0]:
-            raise HyperionInputError(
-                f"{type(self).__name__}: expected {self.A.shape[0]} score column(s), got {feats.shape[1]}"
-            )
-        out: FloatArray = (feats @ np.asarray(self.A, np.float64) + np.asarray(self.b, np.float64)).ravel()
+        owner = type(self).__name__
+        require(owner, A=self.A, b=self.b)
+        weights, bias = fitted(owner, "A", self.A), fitted(owner, "b", self.b)
+        feats = self._features(owner, x)
+        if feats.shape[1] != weights.shape[0]:
+            raise HyperionInputError(f"{owner}: expected {weights.shape[0]} score column(s), got {feats.shape[1]}")
+        out: FloatArray = (feats @ np.asarray(weights, np.float64) + np.asarray(bias, np.float64)).ravel()
         return out
 
     def save_params(self, f: h5py.File) -> None:

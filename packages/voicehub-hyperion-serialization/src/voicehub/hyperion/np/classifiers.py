@@ -24,6 +24,7 @@ from voicehub.hyperion.np._checks import (
     check_bool,
     check_int,
     class_stats,
+    fitted,
     param,
     require,
     single_threaded_blas,
@@ -140,10 +141,11 @@ class LinearGBE(HyperNPModel):
         Raises:
             NotFittedError, HyperionInputError.
         """
-        require(type(self).__name__, mu=self.mu, W=self.W)
-        assert self.mu is not None and self.W is not None
-        data = np.asarray(as_matrix(type(self).__name__, x, dim=self.x_dim), dtype=np.float64)
-        mu, w = np.asarray(self.mu, np.float64), np.asarray(self.W, np.float64)
+        owner = type(self).__name__
+        require(owner, mu=self.mu, W=self.W)
+        data = np.asarray(as_matrix(owner, x, dim=self.x_dim), dtype=np.float64)
+        mu = np.asarray(fitted(owner, "mu", self.mu), np.float64)
+        w = np.asarray(fitted(owner, "W", self.W), np.float64)
         a = w @ mu.T
         b = -0.5 * np.einsum("cd,dc->c", mu, a)
         logits: FloatArray = data @ a + b
