@@ -19,10 +19,11 @@ Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/optimization_passes.py [--rep
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,47 +121,80 @@ def bench_model(model_type: str, passes: tuple[str, ...], repeats: int) -> list[
         second.append(_timed_ms(lambda: probe(model)))
     rows.append(Row(model_type, "(eager vs eager)", "noise", min(first), min(second), "exact", "no pass applied"))
     for name in passes:
-        result = model.apply_optimization_plan(name, mode="inference")
-        outcome = result.outcomes()[name]
-        manifest = result.manifest()["passes"][0]
-        if outcome == "not-applicable":
-            model.restore_optimization_plan("inference")
-            eager_ms = min(_timed_ms(lambda: probe(model)) for _ in range(repeats))
-            rows.append(Row(model_type, name, outcome, eager_ms, eager_ms, "unchanged", manifest["metadata"]["reason"]))
+        if name == "threads":  # its eager baseline is the process default: all cores
+            with _threads(os.cpu_count() or 1):
+                rows.extend(_bench_pass(model, model_type, name, probe, difference, reference, repeats))
             continue
-        note = ""
-        first_ms = _timed_ms(lambda: probe(model))  # includes compilation for 'compile'
-        output = probe(model)
-        eager: list[float] = []
-        optimized: list[float] = []
-        if "runtime_status" in manifest:  # a lazily compiled pass: two blocks
-            optimized = [_timed_ms(lambda: probe(model)) for _ in range(repeats)]
-            status = result.manifest()["passes"][0]["runtime_status"]
+        rows.extend(_bench_pass(model, model_type, name, probe, difference, reference, repeats))
+    return rows
+
+
+@contextlib.contextmanager
+def _threads(num_threads: int) -> Iterator[None]:
+    previous = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _bench_pass(
+    model: Any,
+    model_type: str,
+    name: str,
+    probe: Callable[[Any], Any],
+    difference: Callable[[Any, Any], str],
+    reference: Any,
+    repeats: int,
+) -> list[Row]:
+    rows: list[Row] = []
+    result = model.apply_optimization_plan(name, mode="inference")
+    outcome = result.outcomes()[name]
+    manifest = result.manifest()["passes"][0]
+    if outcome == "not-applicable":
+        model.restore_optimization_plan("inference")
+        eager_ms = min(_timed_ms(lambda: probe(model)) for _ in range(repeats))
+        rows.append(Row(model_type, name, outcome, eager_ms, eager_ms, "unchanged", manifest["metadata"]["reason"]))
+        return rows
+    note = ""
+    first_ms = _timed_ms(lambda: probe(model))  # includes compilation for 'compile'
+    output = probe(model)
+    eager: list[float] = []
+    optimized: list[float] = []
+    if "runtime_status" in manifest:  # a lazily compiled pass: eager, compiled, eager blocks (no recompiling)
+        model.restore_optimization_plan("inference")
+        eager = [_timed_ms(lambda: probe(model)) for _ in range(repeats // 2 + 1)]
+        result = model.apply_optimization_plan(name, mode="inference")
+        probe(model)  # recompiles only if torch's cache missed
+        optimized = [_timed_ms(lambda: probe(model)) for _ in range(repeats)]
+        status = result.manifest()["passes"][0]["runtime_status"]
+        model.restore_optimization_plan("inference")
+        eager += [_timed_ms(lambda: probe(model)) for _ in range(repeats // 2 + 1)]
+        outcome = f"{outcome} / {status['status']}"
+        note = f"first call (compilation) {first_ms / 1000:.1f} s"
+        reasons = status.get("fallback_reasons") or {}
+        if reasons:
+            note += "; " + "; ".join(f"{k}: {v[:160]}" for k, v in reasons.items())
+    else:
+        for index in range(repeats):
+            if index:
+                model.apply_optimization_plan(name, mode="inference")
+            optimized.append(_timed_ms(lambda: probe(model)))
             model.restore_optimization_plan("inference")
-            eager = [_timed_ms(lambda: probe(model)) for _ in range(repeats)]
-            outcome = f"{outcome} / {status['status']}"
-            note = f"first call (compilation) {first_ms / 1000:.1f} s"
-            reasons = status.get("fallback_reasons") or {}
-            if reasons:
-                note += "; " + "; ".join(f"{k}: {v[:160]}" for k, v in reasons.items())
-        else:
-            for index in range(repeats):
-                if index:
-                    model.apply_optimization_plan(name, mode="inference")
-                optimized.append(_timed_ms(lambda: probe(model)))
-                model.restore_optimization_plan("inference")
-                eager.append(_timed_ms(lambda: probe(model)))
-        row = Row(model_type, name, outcome, min(eager), min(optimized), "", note)
-        row.difference = difference(reference, output)
-        rows.append(row)
-        print(f"{model_type:12s} {name:15s} {row.outcome:24s} ratio {row.ratio:5.2f}  {row.difference}", flush=True)
+            eager.append(_timed_ms(lambda: probe(model)))
+    row = Row(model_type, name, outcome, min(eager), min(optimized), "", note)
+    row.difference = difference(reference, output)
+    rows.append(row)
+    print(f"{model_type:12s} {name:15s} {row.outcome:24s} ratio {row.ratio:5.2f}  {row.difference}", flush=True)
     return rows
 
 
 def table(rows: list[Row], repeats: int, load: tuple[float, float]) -> str:
     lines = [
         f"Measured on {platform.machine()} with {os.cpu_count()} CPU cores, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} intra-op threads by default, float32 CPU runtimes, best of {repeats} calls "
+        f"{torch.get_num_threads()} intra-op thread(s) (the `threads` rows: eager on all {os.cpu_count()} cores "
+        f"against the pass's 1 thread), float32 CPU runtimes, best of {repeats} calls "
         "each (the minimum, the estimate least affected by other processes), eager and optimized calls "
         "alternating in the same process (`HF_HUB_OFFLINE=1 uv run python benchmarks/optimization_passes.py`). "
         "Speed ratio = eager time / optimized time (> 1 is faster). VAD: `detect` on "
@@ -193,7 +227,14 @@ def main() -> None:
     parser.add_argument("--models", nargs="*", default=None, help="model types (default: every registered one)")
     parser.add_argument("--passes", nargs="*", default=None, help="pass names (default: every registered one)")
     parser.add_argument("--no-write", action="store_true", help="print only; do not update docs/optimization.md")
+    parser.add_argument(
+        "--baseline-threads",
+        type=int,
+        default=1,
+        help="intra-op threads for every row except 'threads' (default 1: stable numbers on a shared machine)",
+    )
     args = parser.parse_args()
+    torch.set_num_threads(args.baseline_threads)
     models = args.models or [spec.model_type for spec in voicehub.list_model_specs()]
     from voicehub.optimization import OPTIMIZATION_PASSES
 
