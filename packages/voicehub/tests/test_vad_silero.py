@@ -6,6 +6,7 @@ The upstream ``silero_vad`` package (TorchScript model + ``get_speech_timestamps
 from __future__ import annotations
 
 import importlib.metadata
+import shutil
 import subprocess
 import sys
 import warnings
@@ -137,6 +138,10 @@ def test_vad_silero_runs_8khz_input_on_the_8khz_branch_and_resamples_other_rates
     at_8k = model.detect(resample(speech, 16000, 8000), sample_rate=8000, return_probabilities=True)
     assert at_8k.sample_rate == 8000 and at_8k.frame_duration_s == pytest.approx(0.032)
     at_16k = model.detect(speech, sample_rate=16000)
+    as_tensor = model.detect(torch.from_numpy(speech), sample_rate=16000)
+    assert [(s.start_sample, s.end_sample) for s in as_tensor.segments] == [
+        (s.start_sample, s.end_sample) for s in at_16k.segments
+    ]
     # The 8 kHz branch has its own weights: the same single utterance, boundaries within ~0.1 s.
     assert len(at_8k.segments) == len(at_16k.segments) == 1
     assert at_8k.segments[0].start_s == pytest.approx(at_16k.segments[0].start_s, abs=0.15)
@@ -228,6 +233,16 @@ def test_vad_silero_rejects_bad_input_with_clear_errors(model: SileroVADModel, t
         model.detect(LIBRIVOX[0], threshold=1.5)
     with pytest.raises(UnknownInferenceOptionError, match="thresold"):
         model.detect(LIBRIVOX[0], thresold=0.3)
+
+
+def test_vad_silero_loads_from_a_directory_holding_an_upstream_file(tmp_path: Path) -> None:
+    snapshot = tmp_path / "snapshot" / "src" / "silero_vad" / "data"
+    snapshot.mkdir(parents=True)
+    shutil.copy(V5_JIT, snapshot / "silero_vad.jit")
+    model = SileroVADModel.from_pretrained(str(tmp_path / "snapshot"))
+    output = model.detect(LIBRIVOX[1])
+    assert output.metadata["model_version"] == "v5"
+    assert len(output.segments) == 1
 
 
 def test_vad_silero_missing_or_foreign_checkpoint_fails_on_load(tmp_path: Path) -> None:
