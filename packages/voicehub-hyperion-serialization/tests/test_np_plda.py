@@ -180,3 +180,31 @@ def test_scoring_contracts_shapes_dtypes_and_errors() -> None:
     single = model.llr_1vs1(x[:3].astype(np.float32), x[3:5])
     assert single.dtype == np.float64
     np.testing.assert_allclose(single, model.llr_1vs1(x[:3].astype(np.float32).astype(np.float64), x[3:5]))
+
+
+def test_too_few_vectors_for_the_dimension_raise_unless_shrinkage_is_set() -> None:
+    rng = np.random.default_rng(18)
+    dim, speakers, per = 256, 10, 10  # 100 vectors: only 90 degrees of freedom for 256 dims
+    centers = rng.standard_normal((speakers, dim))
+    labels = np.repeat(np.arange(speakers), per)
+    x = LNorm().predict(np.abs(centers[labels] + 0.8 * rng.standard_normal((speakers * per, dim))))
+    with pytest.raises(HyperionInputError, match="90 degrees of freedom for a 256-dim"):
+        SPLDA().fit(x, labels)
+    probe = LNorm().predict(np.abs(centers[np.repeat(np.arange(speakers), 2)] + 0.8 * rng.standard_normal((20, dim))))
+    target = np.eye(speakers, dtype=bool)
+    for model in (SPLDA(shrinkage=0.1), FRPLDA(shrinkage=0.1)):
+        scores = model.fit(x, labels, epochs=10).llr_1vs1(probe[::2], probe[1::2])
+        assert np.all(np.isfinite(scores)) and np.abs(scores).max() < 1e4  # unshrunk: about 1e11
+        assert compute_eer(scores[target], scores[~target]) < 0.05
+        assert type(model).from_config(model.get_config()).shrinkage == 0.1
+
+
+def test_shrinkage_pulls_the_within_class_covariance_towards_a_scaled_identity() -> None:
+    mu, v, sw = _truth(dim=6, y_dim=2, seed=19)
+    x, labels = _sample(mu, v, sw, classes=300, per=10, seed=20)
+    plain = SPLDA().fit(x, labels, epochs=1)
+    shrunk = SPLDA(shrinkage=0.5).fit(x, labels, epochs=1)
+    sw_plain, sw_shrunk = plain.covariances()[2], shrunk.covariances()[2]
+    off = ~np.eye(6, dtype=bool)
+    assert np.trace(sw_shrunk) == pytest.approx(np.trace(sw_plain), rel=0.05)
+    assert np.abs(sw_shrunk[off]).sum() == pytest.approx(0.5 * np.abs(sw_plain[off]).sum(), rel=0.1)

@@ -38,6 +38,7 @@ from voicehub.hyperion.np._checks import (
     as_matrix,
     check_bool,
     check_choice,
+    check_float,
     check_int,
     class_stats,
     param,
@@ -157,6 +158,8 @@ class _PLDABase(HyperNPModel, register=False):
     """Shared EM driver, scoring and serialization of the PLDA models."""
 
     param_names: ClassVar[tuple[str, ...]] = ()
+    update_W: bool
+    shrinkage: float
 
     def __init__(self, *, name: str | None, save_dtype: str | None) -> None:
         super().__init__(name=name, save_dtype=save_dtype)
@@ -211,6 +214,13 @@ class _PLDABase(HyperNPModel, register=False):
         counts, sums, _ = _group(owner, data, labels)
         if counts.shape[0] < 2:
             raise HyperionInputError(f"{owner}.fit: needs at least 2 classes, got {counts.shape[0]}")
+        free = data.shape[0] - counts.shape[0]
+        if free < data.shape[1] and self.shrinkage == 0.0 and (self.update_W or not self.is_fitted):
+            raise HyperionInputError(
+                f"{owner}.fit: {data.shape[0]} vectors of {counts.shape[0]} classes leave {free} degrees of "
+                f"freedom for a {data.shape[1]}-dim within-class covariance, which is then singular and makes "
+                "the LLRs degenerate; set shrinkage (e.g. 0.1) or reduce the dimension first (PCA/LDA)"
+            )
         scatter = gram(data)
         with single_threaded_blas():
             if not self.is_fitted:
@@ -320,6 +330,20 @@ class _PLDABase(HyperNPModel, register=False):
         return state
 
 
+def shrink(cov: FloatArray, shrinkage: float) -> FloatArray:
+    """``(1 - a) C + a (tr C / d) I``: shrink a covariance towards its scaled identity (Ledoit & Wolf 2004)."""
+    if shrinkage == 0.0:
+        return cov
+    target = float(np.trace(cov)) / cov.shape[0]
+    out: FloatArray = (1.0 - shrinkage) * cov + shrinkage * target * np.eye(cov.shape[0])
+    return out
+
+
+def _precision(cov: FloatArray, shrinkage: float, fullcov: bool) -> FloatArray:
+    cov = shrink(cov, shrinkage)
+    return inv_pd(cov, "within-class covariance") if fullcov else np.diag(1.0 / np.diag(cov))
+
+
 def _check_square(owner: str, key: str, value: FloatArray | None, dim: int | None) -> None:
     if value is not None and dim is not None and value.shape != (dim, dim):
         raise HyperionInputError(f"{owner}.{key}: expected shape ({dim}, {dim}), got {value.shape}")
@@ -335,6 +359,11 @@ class SPLDA(_PLDABase):
         W: float (dim, dim) within-class precision.
         fullcov_W: full (``True``) or diagonal within-class covariance.
         update_mu, update_V, update_W: which parameters EM re-estimates.
+        shrinkage: in [0, 1]; each within-class covariance estimate is shrunk towards its scaled
+            identity (Ledoit & Wolf 2004) before it is inverted. 0 (the default, as upstream)
+            is plain ML. Use 0.05-0.3 when the data has few vectors per dimension, e.g. a few
+            hundred 256-dim embeddings: with fewer than dim + num_classes vectors the ML
+            within-class covariance is singular and the LLRs degenerate.
         name, save_dtype: see :class:`HyperNPModel`.
 
     Raises:
@@ -354,6 +383,7 @@ class SPLDA(_PLDABase):
         update_mu: bool = True,
         update_V: bool = True,
         update_W: bool = True,
+        shrinkage: float = 0.0,
         *,
         name: str | None = None,
         save_dtype: str | None = None,
@@ -373,6 +403,7 @@ class SPLDA(_PLDABase):
         self.update_mu = check_bool(owner, "update_mu", update_mu)
         self.update_V = check_bool(owner, "update_V", update_V)
         self.update_W = check_bool(owner, "update_W", update_W)
+        self.shrinkage = check_float(owner, "shrinkage", shrinkage, low=0.0, high=1.0)
 
     def get_config(self) -> dict[str, Any]:
         """Config: base keys plus ``y_dim``, ``fullcov_W`` and the ``update_*`` flags."""
@@ -383,6 +414,7 @@ class SPLDA(_PLDABase):
             "update_mu": self.update_mu,
             "update_V": self.update_V,
             "update_W": self.update_W,
+            "shrinkage": self.shrinkage,
         }
 
     def covariances(self) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -407,7 +439,7 @@ class SPLDA(_PLDABase):
         singular = np.sqrt(np.maximum(eigvals[: self.y_dim], 0.0))
         self.V = singular[:, None] * eigvecs[:, : self.y_dim].T
         within = (scatter - (means * counts[:, None]).T @ means) / counts.sum()
-        self.W = inv_pd(within, "within-class covariance") if self.fullcov_W else np.diag(1 / np.diag(within))
+        self.W = _precision(within, self.shrinkage, self.fullcov_W)
 
     def _em_step(self, counts: FloatArray, sums: FloatArray, scatter: FloatArray, use_ml: bool, use_md: bool) -> float:
         mu, v, w = (np.asarray(p, dtype=np.float64) for p in (self.mu, self.V, self.W))
@@ -469,7 +501,7 @@ class SPLDA(_PLDABase):
                 v_tilde = np.vstack([v, mu])
                 cvt = c_tilde @ v_tilde
                 cov_w = (scatter - cvt - cvt.T + v_tilde.T @ r_tilde @ v_tilde) / total
-            self.W = inv_pd(cov_w, "within-class covariance") if self.fullcov_W else np.diag(1 / np.diag(cov_w))
+            self.W = _precision(cov_w, self.shrinkage, self.fullcov_W)
         self.mu, self.V = mu, v
 
     def sample(self, num_classes: int, num_per_class: int, rng: np.random.Generator) -> tuple[FloatArray, NDArray[Any]]:
@@ -499,6 +531,11 @@ class FRPLDA(_PLDABase):
         W: float (dim, dim) within-class precision.
         fullcov_W: full (``True``) or diagonal within-class covariance.
         update_mu, update_B, update_W: which parameters EM re-estimates.
+        shrinkage: in [0, 1]; each within-class covariance estimate is shrunk towards its scaled
+            identity (Ledoit & Wolf 2004) before it is inverted. 0 (the default, as upstream)
+            is plain ML. Use 0.05-0.3 when the data has few vectors per dimension, e.g. a few
+            hundred 256-dim embeddings: with fewer than dim + num_classes vectors the ML
+            within-class covariance is singular and the LLRs degenerate.
         name, save_dtype: see :class:`HyperNPModel`.
     """
 
@@ -514,6 +551,7 @@ class FRPLDA(_PLDABase):
         update_mu: bool = True,
         update_B: bool = True,
         update_W: bool = True,
+        shrinkage: float = 0.0,
         *,
         name: str | None = None,
         save_dtype: str | None = None,
@@ -529,6 +567,7 @@ class FRPLDA(_PLDABase):
         self.update_mu = check_bool(owner, "update_mu", update_mu)
         self.update_B = check_bool(owner, "update_B", update_B)
         self.update_W = check_bool(owner, "update_W", update_W)
+        self.shrinkage = check_float(owner, "shrinkage", shrinkage, low=0.0, high=1.0)
 
     def get_config(self) -> dict[str, Any]:
         """Config: base keys plus ``fullcov_W`` and the ``update_*`` flags."""
@@ -538,6 +577,7 @@ class FRPLDA(_PLDABase):
             "update_mu": self.update_mu,
             "update_B": self.update_B,
             "update_W": self.update_W,
+            "shrinkage": self.shrinkage,
         }
 
     def covariances(self) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -555,7 +595,7 @@ class FRPLDA(_PLDABase):
         self.mu = means.mean(axis=0)
         between = means.T @ means / means.shape[0] - np.outer(self.mu, self.mu)
         self.B = inv_pd(between, "between-class covariance")
-        self.W = inv_pd(within, "within-class covariance")
+        self.W = _precision(within, self.shrinkage, True)
 
     def _em_step(self, counts: FloatArray, sums: FloatArray, scatter: FloatArray, use_ml: bool, use_md: bool) -> float:
         mu, b, w = (np.asarray(p, dtype=np.float64) for p in (self.mu, self.B, self.W))
@@ -563,6 +603,7 @@ class FRPLDA(_PLDABase):
         dim = mu.shape[0]
         # Joint diagonalization Q^T B Q = I, Q^T W Q = diag(lam): L_i^-1 = Q diag(1/(1+N_i lam)) Q^T.
         lam, q = linalg.eigh(0.5 * (w + w.T), 0.5 * (b + b.T), check_finite=False)
+        lam = np.maximum(lam, 0.0)
         gamma = sums @ w + mu @ b
         inv_diag = 1.0 / (1.0 + counts[:, None] * lam)
         y = ((gamma @ q) * inv_diag) @ q.T
@@ -584,7 +625,7 @@ class FRPLDA(_PLDABase):
                 self.B = inv_pd(py / num_classes - cross - cross.T + np.outer(mu, mu), "between-class covariance")
             if self.update_W:
                 cov_w = (scatter - cy - cy.T + ry) / total
-                self.W = inv_pd(cov_w, "within-class covariance") if self.fullcov_W else np.diag(1 / np.diag(cov_w))
+                self.W = _precision(cov_w, self.shrinkage, self.fullcov_W)
             self.mu = mu
         return float(elbo)
 
