@@ -58,7 +58,7 @@ class GE2ESpeakerEncoder(HyperTorchModel):
 
         Args:
             mels: float tensor (batch, num_frames, num_mel_bins) of linear mel power (not log),
-                normally ``num_frames = partial_num_frames``.
+                normally ``num_frames = partial_num_frames``; cast to the weights' dtype.
 
         Returns:
             float tensor (batch, embedding_dim); each row is non-negative with unit L2 norm
@@ -70,7 +70,7 @@ class GE2ESpeakerEncoder(HyperTorchModel):
         bins = self.config.frontend.num_mel_bins
         if mels.ndim != 3 or mels.shape[2] != bins or mels.shape[1] == 0:
             raise AudioError(f"GE2E expects mels (batch, num_frames, {bins}), got {tuple(mels.shape)}")
-        _, (hidden, _) = self.lstm(mels)
+        _, (hidden, _) = self.lstm(mels.to(self.linear.weight.dtype))  # the front end runs in float32
         raw: torch.Tensor = self.relu(self.linear(hidden[-1]))
         return nn.functional.normalize(raw, p=2.0, dim=1, eps=torch.finfo(raw.dtype).tiny)
 
