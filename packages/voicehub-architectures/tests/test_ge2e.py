@@ -193,6 +193,7 @@ def test_save_and_auto_load_in_a_fresh_process_is_bit_exact(encoder: GE2ESpeaker
     np.save(tmp_path / "reference.npy", reference)
     script = f"""
 import sys, numpy as np, torch
+torch.set_num_threads({torch.get_num_threads()})  # same float summation order as the parent
 from voicehub.hyperion.torch import HyperTorchModel
 from voicehub.core import load_audio
 assert "voicehub.architectures.ge2e.model" not in sys.modules

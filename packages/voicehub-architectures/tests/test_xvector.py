@@ -138,6 +138,7 @@ def test_save_and_auto_load_in_fresh_process_is_bit_exact(tmp_path: Path) -> Non
     script = f"""
 import torch
 from voicehub.hyperion.torch import HyperTorchModel
+torch.set_num_threads({torch.get_num_threads()})  # same float summation order as the parent
 from voicehub.core import load_audio
 wav_path = {str(DATA / "librivox" / "sense_and_sensibility_01_austen_64kb-0880.wav")!r}
 wave = torch.from_numpy(load_audio(wav_path).samples)
