@@ -317,3 +317,24 @@ def test_training_mode_passes_configure_or_report_and_inference_only_passes_are_
     finally:
         model.load()  # back to inference for the other tests
     assert model.state.value == "inference" and model.runtime is runtime and _same_state(runtime, saved)
+
+
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
+def test_checkpoint_keys_are_refused_while_a_plan_is_active_and_identical_after_restore(
+    model_type: str, tmp_path: Path
+) -> None:
+    model, _ = _loaded(model_type)
+    runtime = model.runtime
+    if not isinstance(runtime, torch.nn.Module):
+        pytest.skip(f"{model_type} has no torch state dict to checkpoint (its runtime is {type(runtime).__name__})")
+    saved = _state(runtime)
+    assert saved is not None
+    result = model.apply_optimization_plan(("eval-mode", "int8-dynamic", "threads"), mode="inference")
+    with pytest.raises(LifecycleError, match="cannot save while an optimization plan is active"):
+        model.save_pretrained(tmp_path / "during")
+    assert not any((tmp_path / "during").rglob("*.*"))  # nothing half-written
+    result.restore()
+    model.save_pretrained(tmp_path / "after")
+    reloaded = voicehub.AutoModel.from_pretrained(tmp_path / "after", model_type=model_type, device="cpu")
+    reloaded.load()
+    assert _same_state(reloaded.runtime, saved)  # same keys, dtypes and values as before the plan
