@@ -45,3 +45,25 @@ def test_embed_writes_npy_matching_json_and_reports_bad_files(tmp_path: Path) ->
 def test_verify_refuses_a_bad_threshold_before_decoding() -> None:
     result = CliRunner().invoke(main, ["verify", "--threshold", "3", str(LIBRIVOX[0]), "missing.wav"])
     assert result.exit_code == 1 and "threshold" in result.output and "missing.wav" not in result.output
+
+
+def test_verify_with_a_plda_backend_directory_scores_llrs(tmp_path: Path) -> None:
+    from voicehub.models.sv_ge2e.backend import PLDABackend
+    from voicehub.models.sv_ge2e.wrapper import GE2ESpeakerVerifier
+
+    verifier = GE2ESpeakerVerifier.from_pretrained(device="cpu")
+    speakers = ("flite_slt", "flite_awb", "espeak_us_m1", "espeak_gb_f3")
+    files = [SYNTHETIC.parent / f"{s}_{n}.flac" for s in speakers for n in (1, 2, 3)]
+    embeddings = np.stack([o.embedding for o in verifier.embed([*files, *LIBRIVOX[:3]])])
+    labels = [s for s in speakers for _ in range(3)] + ["librivox"] * 3
+    backend = PLDABackend.fit(embeddings, labels, lda_dim=3)
+    directory = backend.save(tmp_path / "plda")
+    result = CliRunner().invoke(
+        main, ["verify", "--json", "--backend", str(directory), str(LIBRIVOX[3]), str(SYNTHETIC)]
+    )
+    assert result.exit_code == 0, result.output
+    record = strict_json.loads(result.output)
+    a, b = verifier.embed([LIBRIVOX[3], SYNTHETIC])
+    expected = float(backend.score(a.embedding, b.embedding)[0, 0])
+    assert record["scoring"] == "plda+calibration" and record["threshold"] == 0.0
+    assert abs(record["score"] - expected) < 1e-9 and record["is_same_speaker"] is (expected >= 0.0)
