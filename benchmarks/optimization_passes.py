@@ -54,7 +54,7 @@ class Row:
 
     @property
     def ratio(self) -> float:
-        return self.eager_ms / self.optimized_ms
+        return self.eager_ms / self.optimized_ms if self.optimized_ms else float("nan")
 
 
 def _vad(model: Any) -> Any:
@@ -149,6 +149,11 @@ def _bench_pass(
     repeats: int,
 ) -> list[Row]:
     rows: list[Row] = []
+    from voicehub.optimization import OPTIMIZATION_PASSES
+
+    if "inference" not in OPTIMIZATION_PASSES.create(name).capabilities.to_dict()["modes"]:
+        rows.append(Row(model_type, name, "training-only", 0.0, 0.0, "n/a", "not an inference pass; not timed here"))
+        return rows
     result = model.apply_optimization_plan(name, mode="inference")
     outcome = result.outcomes()[name]
     manifest = result.manifest()["passes"][0]
@@ -208,11 +213,13 @@ def table(rows: list[Row], repeats: int, load: tuple[float, float]) -> str:
         "|---|---|---|---:|---:|---:|---|---|",
     ]
     for row in rows:
-        ratio = "n/a" if row.outcome == "not-applicable" else f"{row.ratio:.2f}"
-        optimized = "n/a" if row.outcome == "not-applicable" else f"{row.optimized_ms:.1f}"
+        untimed = row.outcome in ("not-applicable", "training-only")
+        ratio = "n/a" if untimed else f"{row.ratio:.2f}"
+        optimized = "n/a" if untimed else f"{row.optimized_ms:.1f}"
+        eager = "n/a" if row.outcome == "training-only" else f"{row.eager_ms:.1f}"
         note = row.note.replace("|", "/")
         lines.append(
-            f"| {row.model_type} | {row.pass_name} | {row.outcome} | {row.eager_ms:.1f} | {optimized} | {ratio} | "
+            f"| {row.model_type} | {row.pass_name} | {row.outcome} | {eager} | {optimized} | {ratio} | "
             f"{row.difference} | {note} |"
         )
     covered = sorted({voicehub.get_model_spec(r.model_type).task.value for r in rows})

@@ -145,9 +145,8 @@ def _same_state(runtime: object, saved: Mapping[str, torch.Tensor] | None) -> bo
 # ------------------------------------------------------------------------------------------ the matrix
 def test_the_catalog_and_the_registry_are_not_empty() -> None:
     assert {"vad_silero", "vad_webrtc"} <= set(MODEL_TYPES)
-    assert {"eval-mode", "inference-mode", "dtype", "int8-dynamic", "compile", "sdpa-attention", "threads"} <= set(
-        PASS_NAMES
-    )
+    builtin = {"eval-mode", "inference-mode", "dtype", "int8-dynamic", "compile", "sdpa-attention", "threads", "lora"}
+    assert builtin <= set(PASS_NAMES)
 
 
 @pytest.mark.parametrize("pass_name", PASS_NAMES)
@@ -159,6 +158,13 @@ def test_every_model_configures_each_pass_or_reports_not_applicable(model_type: 
     saved = _state(runtime)
     training_flags = [m.training for m in runtime.modules()] if isinstance(runtime, torch.nn.Module) else []
     assert pass_name in model.available_optimization_passes()
+    if "inference" not in OPTIMIZATION_PASSES.create(pass_name).capabilities.to_dict()["modes"]:
+        # A training-only pass (lora): refused before anything is loaded or changed; the training
+        # matrix below runs it.
+        with pytest.raises(OptimizationCompatibilityError, match="not 'inference'; nothing was loaded"):
+            model.apply_optimization_plan(pass_name, mode="inference")
+        assert model.runtime is runtime and _same_state(runtime, saved)
+        return
 
     manifests = []
     for attempt in range(2):
@@ -310,8 +316,13 @@ def test_training_mode_passes_configure_or_report_and_inference_only_passes_are_
                 model.apply_optimization_plan("eval-mode", mode="inference")
             metadata = result.manifest()["passes"][0]["metadata"]
             assert metadata["outcome"] in ALLOWED_OUTCOMES
-            if saved is not None and not result.manifest()["passes"][0]["capabilities"]["changes_parameter_names"]:
+            capabilities = result.manifest()["passes"][0]["capabilities"]
+            if saved is not None and not capabilities["changes_parameter_names"]:
                 assert list(model.runtime.state_dict()) == list(saved)
+            if saved is not None and metadata["outcome"] != "not-applicable":
+                # Checkpoints stay portable: the original names, whatever the pass did to the graph.
+                assert list(result.portable_state_dict()) == list(saved)
+                assert result.optimizer_parameters()
             model.restore_optimization_plan("training")
             assert model.runtime is runtime and model.active_optimization("training") is None
     finally:

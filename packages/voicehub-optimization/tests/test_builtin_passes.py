@@ -12,6 +12,7 @@ from torch import nn
 from voicehub.optimization import (
     OptimizationApplicationError,
     OptimizationCompatibilityError,
+    OptimizationConfigurationError,
     OptimizationContext,
     OptimizationProtocolError,
     apply_optimization_plan,
@@ -275,3 +276,53 @@ def test_a_pass_made_impossible_by_an_earlier_pass_rolls_the_plan_back() -> None
     assert "is quantized" in _metadata(result, 1)["reason"]
     result.restore()
     assert identical(model, saved)
+
+
+# ------------------------------------------------------------------------------------------ lora (training)
+def test_lora_trains_only_adapters_exports_original_names_and_restores() -> None:
+    from voicehub.optimization.builtin.lora import LoRAPass
+
+    model = RecurrentTagger().train()
+    saved = snapshot(model)
+    eager = model(FEATURES).detach()
+    result = apply_optimization_plan(model, LoRAPass(rank=4, alpha=8.0), mode="training")
+    assert _metadata(result) == {
+        "outcome": "configured",
+        "adapted_layers": ["head"],
+        "trainable_parameters": 4 * 16 + 3 * 4,
+    }
+    assert torch.allclose(model(FEATURES), eager, atol=1e-7)  # B = 0: the adapted model starts identical
+    routed = result.optimizer_parameters()
+    assert [tuple(p.shape) for p in routed] == [(4, 16), (3, 4)]
+    assert {n for n, p in model.named_parameters() if p.requires_grad} == {"head.lora_a", "head.lora_b"}
+    optimizer = torch.optim.SGD(routed, lr=5.0)
+    target = torch.tensor([0, 1])
+    losses = []
+    for _ in range(5):
+        optimizer.zero_grad()
+        loss = nn.functional.nll_loss(torch.log(model(FEATURES)), target)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    trained = model(FEATURES).detach()
+    assert losses[-1] < losses[0] and float((trained - eager).abs().max()) > 1e-3  # the adapters learned
+    portable = result.portable_state_dict()
+    assert list(portable) == list(saved)  # original names, no lora_* keys
+    fresh = RecurrentTagger()
+    fresh.load_state_dict(portable)
+    assert torch.allclose(fresh(FEATURES), trained, atol=1e-6)  # merged W + (alpha/r) B A reproduces training
+    result.restore()
+    assert identical(model, saved) and type(model.head) is nn.Linear
+    assert all(p.requires_grad for p in model.parameters())
+    with pytest.raises(OptimizationCompatibilityError, match="mode 'inference' is not supported"):
+        apply_optimization_plan(model, "lora", mode="inference")
+    assert _metadata(apply_optimization_plan(nn.Sequential(nn.Conv1d(2, 2, 1)), "lora", mode="training")) == {
+        "outcome": "not-applicable",
+        "reason": "the runtime has no nn.Linear layer at all to adapt; LoRA here adapts Linear layers",
+    }
+
+
+def test_portable_state_is_refused_for_a_renaming_pass_without_export() -> None:
+    result = apply_optimization_plan(RecurrentTagger(), "int8-dynamic")
+    with pytest.raises(OptimizationConfigurationError, match="no portable export"):
+        result.portable_state_dict()

@@ -60,6 +60,7 @@ BUILTIN_PASSES: dict[str, str] = {
     "eval-mode": "voicehub.optimization.builtin.eval_mode:EvalModePass",
     "inference-mode": "voicehub.optimization.builtin.inference_mode:InferenceModePass",
     "int8-dynamic": "voicehub.optimization.builtin.quantization:Int8DynamicPass",
+    "lora": "voicehub.optimization.builtin.lora:LoRAPass",
     "sdpa-attention": "voicehub.optimization.builtin.attention:SDPAAttentionPass",
     "threads": "voicehub.optimization.builtin.threads:ThreadsPass",
 }

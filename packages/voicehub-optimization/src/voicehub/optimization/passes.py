@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal
 
@@ -220,7 +220,7 @@ class OptimizationPass(abc.ABC):
         """
         return None
 
-    def route_optimizer_parameters(self, model: object, result: PassResult) -> object:
+    def route_optimizer_parameters(self, model: object, result: PassResult) -> Sequence[Any]:
         """Which parameters an optimizer should train after a topology-changing training pass.
 
         Raises:
@@ -368,6 +368,60 @@ class OptimizationResult:
     def manifest_json(self, *, indent: int | None = None) -> str:
         """The manifest as canonical strict JSON text (sorted keys)."""
         return strict_json.dumps(self.manifest(), indent=indent)
+
+    def _topology_passes(self) -> list[AppliedPass]:
+        return [
+            p
+            for p in self._applied
+            if not p.result.is_not_applicable and p.optimization_pass.capabilities.changes_topology
+        ]
+
+    def optimizer_parameters(self) -> list[Any]:
+        """The parameters an optimizer should update under this plan.
+
+        Without a topology-changing pass that is every parameter of the runtime with
+        ``requires_grad``; with one (e.g. ``lora``), that pass routes them.
+
+        Raises:
+            OptimizationConfigurationError: if more than one pass changed the topology (ambiguous),
+                or the runtime has no ``parameters()``.
+        """
+        changed = self._topology_passes()
+        if len(changed) > 1:
+            raise OptimizationConfigurationError(
+                f"passes {[p.name for p in changed]} all change the topology; route optimizer parameters yourself"
+            )
+        if changed:
+            return list(changed[0].optimization_pass.route_optimizer_parameters(self.model, changed[0].result))
+        parameters = getattr(self.model, "parameters", None)
+        if not callable(parameters):
+            raise OptimizationConfigurationError(f"the runtime {type(self.model).__name__} has no parameters()")
+        return [p for p in parameters() if p.requires_grad]
+
+    def portable_state_dict(self) -> dict[str, Any]:
+        """The runtime's state in its original parameter names, for a checkpoint any VoiceHub install can load.
+
+        Raises:
+            OptimizationConfigurationError: if more than one pass changed the topology, or a pass
+                changed parameter names without exporting a portable state (``int8-dynamic``).
+        """
+        changed = self._topology_passes()
+        if len(changed) > 1:
+            raise OptimizationConfigurationError(
+                f"passes {[p.name for p in changed]} all change the topology; refusing to guess a portable state"
+            )
+        if changed:
+            applied = changed[0]
+            if not applied.optimization_pass.capabilities.portable_export:
+                raise OptimizationConfigurationError(
+                    f"pass {applied.name!r} changes parameter names and has no portable export; restore the plan "
+                    "and save the original runtime instead"
+                )
+            return dict(applied.optimization_pass.export_portable_state(self.model, applied.result))
+        state_dict = getattr(self.model, "state_dict", None)
+        if not callable(state_dict):
+            raise OptimizationConfigurationError(f"the runtime {type(self.model).__name__} has no state_dict()")
+        return dict(state_dict())
 
     def add_restore_callback(self, callback: ModelRestorer) -> None:
         """Call ``callback(original_model)`` after a successful :meth:`restore` (used by task wrappers)."""
