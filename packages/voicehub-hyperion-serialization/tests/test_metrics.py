@@ -110,3 +110,24 @@ def test_plot_det_writes_a_png(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["det.png"]
     with pytest.raises(HyperionInputError, match="limits"):
         plot_det(systems, tmp_path / "bad.png", limits=(0.5, 0.1))
+
+
+def test_plot_det_gets_the_default_mode_and_writes_through_a_symlink(tmp_path: Path) -> None:
+    import os
+
+    from voicehub.hyperion.errors import HyperionFileError
+
+    systems = {"sys": (np.linspace(-1, 3, 50), np.linspace(-3, 1, 50))}
+    real = tmp_path / "plots" / "det.png"
+    real.parent.mkdir()
+    link = tmp_path / "det.png"
+    link.symlink_to(real)
+    old = os.umask(0o022)
+    try:
+        plot_det(systems, link)
+    finally:
+        os.umask(old)
+    assert link.is_symlink() and real.read_bytes()[:4] == b"\x89PNG"
+    assert real.stat().st_mode & 0o777 == 0o644
+    with pytest.raises(HyperionFileError, match="is a directory"):
+        plot_det(systems, tmp_path)

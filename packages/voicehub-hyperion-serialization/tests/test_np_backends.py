@@ -119,3 +119,36 @@ def test_as_norm_honours_std_floor_and_checks_shapes() -> None:
         AdaptSNorm().predict(s, np.zeros((4, 2)), flat_ec)
     with pytest.raises(HyperionInputError, match="too small"):
         AdaptSNorm(nbest_discard=4).predict(s, flat_ct, flat_ec)
+
+
+def test_calibration_accepts_float_labels_that_are_exactly_zero_or_one() -> None:
+    scores = np.array([2.0, 3.0, 2.5, -1.0, 0.0, -0.5])
+    as_int = np.array([1, 1, 1, 0, 0, 0])
+    from_float = GaussCalibration().fit(scores, as_int.astype(np.float64))
+    np.testing.assert_array_equal(from_float.predict(scores), GaussCalibration().fit(scores, as_int).predict(scores))
+    assert BinaryLogisticRegression().fit(scores, as_int.astype(np.float32)).A is not None
+    with pytest.raises(HyperionInputError, match=r"exactly 0 \(non-target\) or 1 \(target\); also found \[0.5\]"):
+        GaussCalibration().fit(scores, np.array([1, 1, 0.5, 0, 0, 0]))
+
+
+def test_calibration_of_constant_scores_is_refused_and_leaves_the_model_unchanged() -> None:
+    model = GaussCalibration().fit(np.array([1.0, 2.0, -1.0, 0.0]), np.array([1, 1, 0, 0]))
+    before = model.scale_bias
+    with pytest.raises(HyperionInputError, match="zero variance"):
+        model.fit(np.array([1.0, 1.0, 0.0, 0.0]), np.array([1, 1, 0, 0]))
+    assert model.scale_bias == before
+
+
+def test_a_failed_linear_gbe_refit_leaves_the_model_unchanged() -> None:
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(3), 10)
+    x = rng.standard_normal((30, 4)) + labels[:, None]
+    model = LinearGBE().fit(x, labels)
+    mu, w = model.mu.copy(), model.W.copy()
+    with pytest.raises(HyperionInputError, match="no within-class variation"):
+        model.fit(x[:3], np.arange(3))
+    model.update_W = False
+    with pytest.raises(HyperionInputError, match="kept W"):
+        model.fit(x[:, :3], labels)
+    np.testing.assert_array_equal(model.mu, mu)
+    np.testing.assert_array_equal(model.W, w)

@@ -16,10 +16,11 @@ import h5py
 import numpy as np
 import pytest
 
-from voicehub.core.errors import ConfigError, UnknownConfigKeyError, VoiceHubError
+from voicehub.core.errors import ConfigError, StrictJSONError, UnknownConfigKeyError, VoiceHubError
 from voicehub.hyperion.errors import (
     HyperionFileError,
     HyperionRegistryError,
+    NotFittedError,
     UnknownHyperionClassError,
     UnsafeFormatError,
 )
@@ -246,7 +247,7 @@ def test_newer_schema_version_is_refused(tmp_path: Path) -> None:
 
 
 def test_load_config_reads_hdf5_and_plain_json(tmp_path: Path) -> None:
-    model = PCA(pca_dim=2, name="p")
+    model = PCA(pca_dim=2, name="p").fit(np.random.default_rng(0).standard_normal((20, 4)))
     model.save(tmp_path / "m.h5")
     assert HyperNPModel.load_config(tmp_path / "m.h5")["pca_dim"] == 2
     (tmp_path / "m.json").write_text(model.to_json())
@@ -300,7 +301,7 @@ def test_config_with_unknown_class_raises_naming_the_file_and_known_classes(tmp_
 
 
 def test_loading_a_file_of_another_class_through_a_concrete_class_is_refused(tmp_path: Path) -> None:
-    path = PCA(pca_dim=2).save(tmp_path / "pca.h5")
+    path = PCA(pca_dim=2).fit(np.random.default_rng(0).standard_normal((20, 4))).save(tmp_path / "pca.h5")
     with pytest.raises(ConfigError, match="expected LDA"):
         LDA.load(path)
 
@@ -387,3 +388,210 @@ def test_extra_objs_selects_a_caller_supplied_class(tmp_path: Path) -> None:
         HyperNPModel.auto_load(path)
     loaded = HyperNPModel.auto_load(path, extra_objs={"Replacement": Replacement})
     assert type(loaded) is Replacement and loaded.scale == 3.0
+
+
+# --------------------------------------------------------------------------- writing files
+def _splda() -> HyperNPModel:
+    return _fitted_models()["SPLDA"]
+
+
+def test_new_files_get_the_umask_mode_and_replaced_files_keep_theirs(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        path = _splda().save(tmp_path / "plda.h5")
+        assert path.stat().st_mode & 0o777 == 0o644  # mkstemp alone gave 0600
+        os.chmod(path, 0o640)
+        _splda().save(path)
+        assert path.stat().st_mode & 0o777 == 0o640
+        os.umask(0o077)
+        assert _fitted_models()["PCA"].save(tmp_path / "pca.h5").stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)
+
+
+def test_saving_onto_a_symlink_writes_through_it(tmp_path: Path) -> None:
+    real = tmp_path / "store" / "plda.h5"
+    real.parent.mkdir()
+    real.write_bytes(b"old")
+    link = tmp_path / "current.h5"
+    link.symlink_to(real)
+    _splda().save(link)
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert HyperNPModel.load_config(real)["class_name"] == "SPLDA"
+
+
+@pytest.mark.parametrize(
+    ("make_target", "expected"),
+    [
+        (lambda d: "", "empty output path"),
+        (lambda d: d, "is a directory"),
+        (lambda d: d / "file.txt" / "plda.h5", "is a file, not a directory"),
+        (lambda d: "/proc/voicehub_x.h5", "cannot create a file in /proc"),
+    ],
+    ids=["empty", "directory", "parent-is-file", "unwritable-dir"],
+)
+def test_save_to_an_unwritable_path_raises_a_file_error_naming_it(
+    tmp_path: Path, make_target: Any, expected: str
+) -> None:
+    (tmp_path / "file.txt").write_text("x")
+    target = make_target(tmp_path)
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(HyperionFileError, match=expected) as info:
+        _splda().save(target)
+    assert str(target) in str(info.value)
+    assert sorted(os.listdir(tmp_path)) == before  # no temporary file left behind
+
+
+def test_reserved_and_colliding_names_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="reserved"):
+        CentWhiten(name="config")
+    with pytest.raises(ConfigError, match="nest in one another"):
+        TransformList([CentWhiten(name="x"), LNorm(name="x/mu")], name="")
+    clash = ScaledMean(mean=np.arange(2.0), name="")
+    clash.save_params = lambda f: clash._save_params_from_dict(f, {"config": np.zeros(1)})  # type: ignore[method-assign]
+    with pytest.raises(HyperionFileError, match="collides with /config") as info:
+        clash.save(tmp_path / "clash.h5")
+    assert str(tmp_path / "clash.h5") in str(info.value) and not (tmp_path / "clash.h5").exists()
+
+
+@pytest.mark.parametrize("class_name", ["SPLDA", "FRPLDA", "GaussCalibration", "BinaryLogisticRegression", "LinearGBE"])
+def test_saving_an_unfitted_model_raises_not_fitted(class_name: str, tmp_path: Path) -> None:
+    with pytest.raises(NotFittedError, match="not fitted"):
+        type(_fitted_models()[class_name])().save(tmp_path / "m.h5")
+    assert not (tmp_path / "m.h5").exists()
+
+
+def test_unfitted_lnorm_and_stateless_models_still_save(tmp_path: Path) -> None:
+    x = np.array([[3.0, 4.0]])
+    loaded = HyperNPModel.auto_load(LNorm().save(tmp_path / "ln.h5"))
+    np.testing.assert_allclose(loaded.predict(x), [[0.6 * np.sqrt(2), 0.8 * np.sqrt(2)]])  # type: ignore[attr-defined]
+    assert isinstance(HyperNPModel.auto_load(AdaptSNorm(nbest=3).save(tmp_path / "as.h5")), AdaptSNorm)
+
+
+class ReplacingConfig(HyperNPModel, register=False):
+    def get_config(self) -> dict[str, Any]:
+        return {"scale": 2.0}  # replaces instead of extending super().get_config()
+
+
+def test_a_config_without_class_name_is_refused_at_save_time(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"extend super\(\).get_config\(\)"):
+        ReplacingConfig().save(tmp_path / "r.h5")
+    assert not (tmp_path / "r.h5").exists()
+
+
+class NumpyConfig(HyperNPModel, register=False):
+    def __init__(self, gain: float = 1.0, labels: Any = (), *, name: str | None = None, save_dtype: str | None = None):
+        super().__init__(name=name, save_dtype=save_dtype)
+        self.gain, self.labels = gain, labels
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "gain": self.gain, "labels": self.labels}
+
+
+def test_numpy_scalars_and_string_arrays_in_a_config_are_serialized() -> None:
+    text = NumpyConfig(np.float32(1.5), np.array(["a", "b"])).to_json()
+    config = json.loads(text)
+    assert config["gain"] == 1.5 and config["labels"] == ["a", "b"]
+    with pytest.raises(StrictJSONError, match=r"\$.labels.*save_params"):
+        NumpyConfig(1.0, np.zeros((2, 2))).to_json()
+
+
+class NeedsArgument(HyperNPModel):
+    """A plug-in whose constructor has a required argument."""
+
+    def __init__(self, order: int, *, name: str | None = None, save_dtype: str | None = None) -> None:
+        super().__init__(name=name, save_dtype=save_dtype)
+        self.order = order
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "order": self.order}
+
+
+def test_a_plugin_with_a_required_constructor_argument_round_trips(tmp_path: Path) -> None:
+    loaded = HyperNPModel.auto_load(NeedsArgument(3, name="n").save(tmp_path / "n.h5"))
+    assert isinstance(loaded, NeedsArgument) and loaded.order == 3
+    with pytest.raises(ConfigError, match=r"requires \['order'\]"):
+        NeedsArgument.from_config({"class_name": "NeedsArgument", "name": "n"})
+
+
+class MySPLDA(SPLDA, register=False):
+    """A caller's subclass of a maintained class."""
+
+
+class RenamedScaledMean(ScaledMean, register=False):
+    """A caller's renamed copy of a plug-in class."""
+
+
+def test_extra_objs_maps_a_saved_class_name_to_a_subclass_or_renamed_class(tmp_path: Path) -> None:
+    path = _splda().save(tmp_path / "splda.h5")
+    loaded = HyperNPModel.auto_load(path, extra_objs={"SPLDA": MySPLDA})
+    assert type(loaded) is MySPLDA
+    x = np.random.default_rng(0).standard_normal((4, 6))
+    np.testing.assert_array_equal(loaded.llr_1vs1(x, x), _splda().llr_1vs1(x, x))  # type: ignore[attr-defined]
+    mean_path = ScaledMean(scale=2.0, mean=np.arange(3.0)).save(tmp_path / "m.h5")
+    renamed = HyperNPModel.auto_load(mean_path, extra_objs={"ScaledMean": RenamedScaledMean})
+    assert type(renamed) is RenamedScaledMean and renamed.scale == 2.0  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------- reading files
+def _rewrite(src: Path, dst: Path, *, config: dict[str, Any] | None = None, edit: Any = None) -> Path:
+    with h5py.File(src) as f_in, h5py.File(dst, "w") as f_out:
+        for key in f_in:
+            f_in.copy(key, f_out)
+        if config is not None:
+            del f_out["config"]
+            f_out.create_dataset("config", data=np.bytes_(json.dumps(config).encode()))
+        if edit is not None:
+            edit(f_out)
+    return dst
+
+
+def test_a_file_with_a_nan_parameter_is_refused_naming_file_and_dataset(tmp_path: Path) -> None:
+    good = _splda().save(tmp_path / "good.h5")
+
+    def poison(f: h5py.File) -> None:
+        w = f["SPLDA/W"][()]
+        w[0, 0] = np.nan
+        f["SPLDA/W"][...] = w
+
+    bad = _rewrite(good, tmp_path / "nan.h5", edit=poison)
+    with pytest.raises(HyperionFileError, match="/SPLDA/W contains NaN") as info:
+        HyperNPModel.auto_load(bad)
+    assert str(bad) in str(info.value)
+
+
+def test_a_file_whose_class_name_was_edited_is_refused(tmp_path: Path) -> None:
+    good = _splda().save(tmp_path / "good.h5")
+    config = {**HyperNPModel.load_config(good), "class_name": "PCA"}
+    for key in ("y_dim", "fullcov_W", "update_V", "update_W", "shrinkage"):
+        config.pop(key)
+    with pytest.raises(HyperionFileError, match="/SPLDA/T"):
+        HyperNPModel.auto_load(_rewrite(good, tmp_path / "as_pca.h5", config=config))
+    stateless = {"class_name": "AdaptSNorm", "name": "SPLDA", "schema_version": 1}
+    with pytest.raises(HyperionFileError, match="not parameters of the 'AdaptSNorm' model"):
+        HyperNPModel.auto_load(_rewrite(good, tmp_path / "as_asnorm.h5", config=stateless))
+
+
+@pytest.mark.parametrize("class_name", ["CentWhiten", "PCA", "LDA"])
+def test_a_transform_file_missing_mu_or_t_is_refused(class_name: str, tmp_path: Path) -> None:
+    good = _fitted_models()[class_name].save(tmp_path / "good.h5")
+    bad = _rewrite(good, tmp_path / "bad.h5", edit=lambda f: f.__delitem__(f"{class_name}/T"))
+    with pytest.raises(HyperionFileError, match=f"missing parameter dataset /{class_name}/T"):
+        HyperNPModel.auto_load(bad)
+
+
+def test_transform_list_child_errors_name_the_file_and_the_child(tmp_path: Path) -> None:
+    good = _fitted_models()["TransformList"].save(tmp_path / "good.h5")
+    config = HyperNPModel.load_config(good)
+    unknown_class = json.loads(json.dumps(config))
+    unknown_class["transforms"]["1"]["class_name"] = "NoSuchTransform"
+    path = _rewrite(good, tmp_path / "unknown_class.h5", config=unknown_class)
+    with pytest.raises(UnknownHyperionClassError, match="NoSuchTransform") as info:
+        HyperNPModel.auto_load(path)
+    assert str(path) in str(info.value) and info.value.path == str(path)
+    unknown_key = json.loads(json.dumps(config))
+    unknown_key["transforms"]["1"]["mystery"] = 1
+    path = _rewrite(good, tmp_path / "unknown_key.h5", config=unknown_key)
+    with pytest.raises(UnknownConfigKeyError, match=r"LNorm 'TransformList/ln' \(child 1 of TransformList") as err:
+        HyperNPModel.auto_load(path)
+    assert str(path) in str(err.value) and err.value.unknown == ("mystery",)

@@ -208,3 +208,64 @@ def test_shrinkage_pulls_the_within_class_covariance_towards_a_scaled_identity()
     off = ~np.eye(6, dtype=bool)
     assert np.trace(sw_shrunk) == pytest.approx(np.trace(sw_plain), rel=0.05)
     assert np.abs(sw_shrunk[off]).sum() == pytest.approx(0.5 * np.abs(sw_plain[off]).sum(), rel=0.1)
+
+
+def _state(model: SPLDA | FRPLDA) -> dict[str, object]:
+    return {k: (None if v is None else np.array(v, copy=True)) for k, v in model._params().items()}
+
+
+def _assert_unchanged(model: SPLDA | FRPLDA, before: dict[str, object]) -> None:
+    for key, value in model._params().items():
+        if before[key] is None:
+            assert value is None, key
+        else:
+            np.testing.assert_array_equal(value, before[key])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("make", "x", "labels", "why"),
+    [
+        (lambda: SPLDA(shrinkage=0.1), np.random.default_rng(0).standard_normal((40, 8)), np.arange(40), "one session"),
+        (lambda: FRPLDA(), np.ones((50, 8)), np.repeat(np.arange(10), 5), "data is constant"),
+        (lambda: SPLDA(shrinkage=0.1), np.ones((50, 8)), np.repeat(np.arange(10), 5), "data is constant"),
+    ],
+    ids=["splda-one-session", "frplda-constant", "splda-constant"],
+)
+def test_fit_without_within_class_variation_is_refused_and_leaves_the_model_unfitted(
+    make: object, x: np.ndarray, labels: np.ndarray, why: str, tmp_path: Path
+) -> None:
+    model = make()  # type: ignore[operator]
+    with pytest.raises(HyperionInputError, match=f"no within-class variation: .*{why}.*>= 2"):
+        model.fit(x, labels, epochs=2)
+    assert not model.is_fitted and all(v is None for v in model._params().values())
+    with pytest.raises(NotFittedError):
+        model.save(tmp_path / "broken.h5")
+
+
+def test_a_failed_refit_leaves_a_fitted_plda_unchanged() -> None:
+    mu, v, sw = _truth(6, 2, seed=4)
+    x, labels = _sample(mu, v, sw, classes=20, per=5, seed=5)
+    for model in (SPLDA(y_dim=2).fit(x, labels, epochs=2), FRPLDA().fit(x, labels, epochs=2)):
+        before = _state(model)
+        scores = model.llr_1vs1(x[:3], x[3:6])
+        with pytest.raises(HyperionInputError, match="no within-class variation"):
+            model.fit(x[:20], np.arange(20), epochs=2)
+        with pytest.raises(HyperionInputError, match=r"dimension 4 but the model's parameters have"):
+            model.fit(x[:, :4], labels, epochs=2)
+        _assert_unchanged(model, before)
+        np.testing.assert_array_equal(model.llr_1vs1(x[:3], x[3:6]), scores)
+
+
+def test_non_finite_plda_parameters_are_refused_and_never_score_zero() -> None:
+    mu, v, sw = _truth(4, 2, seed=6)
+    w = np.linalg.inv(sw)
+    bad_w = w.copy()
+    bad_w[0, 0] = np.nan
+    with pytest.raises(HyperionInputError, match=r"SPLDA\.W: contains NaN"):
+        SPLDA(mu=mu, V=v, W=bad_w)
+    with pytest.raises(HyperionInputError, match=r"FRPLDA\.B: contains NaN"):
+        FRPLDA(mu=mu, B=bad_w, W=w)
+    model = SPLDA(mu=mu, V=v, W=w)
+    model.W = bad_w  # set behind the constructor's back
+    with pytest.raises(HyperionInputError, match="NaN"):
+        model.llr_1vs1(np.zeros((1, 4)), np.ones((1, 4)))

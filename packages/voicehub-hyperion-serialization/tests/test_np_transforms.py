@@ -121,7 +121,7 @@ def test_transform_list_prefixes_children_without_touching_the_originals(tmp_pat
     assert [t.name for t in loaded.transforms] == ["backend/pca", "backend/pca_2"]  # not re-prefixed
     np.testing.assert_array_equal(loaded.predict(x), chain.predict(x))
     resaved = HyperNPModel.load_config(loaded.save(tmp_path / "again.h5"))
-    assert [c["name"] for c in resaved["transforms"]] == ["backend/pca", "backend/pca_2"]
+    assert [c["name"] for c in resaved["transforms"].values()] == ["backend/pca", "backend/pca_2"]
 
 
 def test_nested_transform_list_config_round_trip_keeps_defaults() -> None:
@@ -130,10 +130,10 @@ def test_nested_transform_list_config_round_trip_keeps_defaults() -> None:
     config = outer.get_config()
     rebuilt = TransformList.from_config(config)
     assert rebuilt.get_config() == config
-    nested = config["transforms"][1]
+    nested = config["transforms"]["1"]  # the upstream layout {"0": cfg, "1": cfg}
     assert nested["class_name"] == "TransformList" and nested["name"] == "outer/inner"
-    assert [c["name"] for c in nested["transforms"]] == ["outer/inner/cw", "outer/inner/ln"]
-    assert config["transforms"][0]["whiten"] is False and config["transforms"][0]["pca_min_dim"] == 2
+    assert [c["name"] for c in nested["transforms"].values()] == ["outer/inner/cw", "outer/inner/ln"]
+    assert config["transforms"]["0"]["whiten"] is False and config["transforms"]["0"]["pca_min_dim"] == 2
 
 
 def test_nested_transform_list_saves_and_loads(tmp_path: Path) -> None:
@@ -150,3 +150,83 @@ def test_transform_list_refuses_a_non_transform() -> None:
 
     with pytest.raises(ConfigError, match="not a transform"):
         TransformList([SPLDA().get_config()])
+
+
+@pytest.mark.parametrize("make", [lambda: PCA(pca_dim=3), lambda: LDA(lda_dim=2), lambda: CentWhiten()])
+def test_a_failed_refit_leaves_the_transform_unchanged(make: object) -> None:
+    x = _correlated(n=200)
+    labels = np.repeat(np.arange(10), 20)
+    model = make()  # type: ignore[operator]
+    fit = (lambda data, lab: model.fit(data, lab)) if isinstance(model, LDA) else (lambda data, lab: model.fit(data))
+    fit(x, labels)
+    mu, t = model.mu.copy(), model.T.copy()
+    model.update_t = False  # keep T: data of another dimension must be refused before mu changes
+    with pytest.raises(HyperionInputError, match="kept T"):
+        fit(x[:, :2], labels)
+    model.update_t = True
+    with pytest.raises(HyperionInputError, match="zero variance"):
+        fit(np.ones((200, x.shape[1])), labels)
+    np.testing.assert_array_equal(model.mu, mu)
+    np.testing.assert_array_equal(model.T, t)
+
+
+def test_pca_dim_larger_than_the_data_leaves_the_model_unchanged() -> None:
+    x = _correlated(n=100)
+    model = PCA(pca_dim=3).fit(x)
+    mu = model.mu.copy()
+    model.pca_dim = x.shape[1] + 1
+    with pytest.raises(HyperionInputError, match="exceeds the data dimension"):
+        model.fit(x + 5.0)
+    np.testing.assert_array_equal(model.mu, mu)
+
+
+def test_lda_without_within_class_variation_is_refused() -> None:
+    x = _correlated(n=20)
+    with pytest.raises(HyperionInputError, match="no within-class variation"):
+        LDA().fit(x, np.arange(20))
+
+
+def test_non_finite_transform_parameters_are_refused_at_construction() -> None:
+    with pytest.raises(HyperionInputError, match=r"CentWhiten\.T: contains NaN"):
+        CentWhiten(mu=np.zeros(3), T=np.full((3, 3), np.nan))
+    with pytest.raises(HyperionInputError, match=r"PCA\.mu: contains NaN"):
+        PCA(mu=np.array([0.0, np.inf]), T=np.eye(2))
+
+
+@pytest.mark.parametrize("dtype, value", [(np.float64, 1e300), (np.float64, 1.7e308), (np.float32, 1e30)])
+def test_unfitted_lnorm_normalizes_huge_rows(dtype: type, value: float) -> None:
+    out = LNorm().predict(np.full((1, 4), value, dtype=dtype))
+    assert out.dtype == dtype
+    np.testing.assert_allclose(out, np.ones((1, 4)), rtol=1e-6)  # sqrt(4) * x / ||x|| = 1, not 0
+
+
+@pytest.mark.slow  # starts the upstream venv (about 5-9 s, mostly its imports)
+def test_transform_list_is_written_in_the_layout_upstream_hyperion_reads(tmp_path: Path) -> None:
+    """hyperion-ml 0.3.2 (its own venv) loads the file VoiceHub writes and predicts the same."""
+    import subprocess
+
+    upstream = Path("/work/bench-envs/hyperion/bin/python")
+    x = _correlated(n=100)
+    labels = np.repeat(np.arange(10), 10)
+    lda = LDA(lda_dim=3, name="lda").fit(x, labels)
+    chain = TransformList([lda, LNorm(name="ln").fit(lda.predict(x))], name="tl")
+    path = chain.save(tmp_path / "tl.h5")
+    assert sorted(HyperNPModel.load_config(path)["transforms"]) == ["0", "1"]
+    if not upstream.exists():
+        pytest.skip("the upstream hyperion-ml venv is not installed (see tests/data/hyperion_upstream/README.md)")
+    np.save(tmp_path / "x.npy", x)
+    x_file, y_file = tmp_path / "x.npy", tmp_path / "y.npy"
+    script = (
+        "import numpy as np; from hyperion.transforms import TransformList as T\n"
+        f"m = T.load({str(path)!r}); np.save({str(y_file)!r}, m.predict(np.load({str(x_file)!r})))"
+    )
+    result = subprocess.run([str(upstream), "-W", "ignore", "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), chain.predict(x), rtol=0, atol=1e-12)
+
+
+def test_transform_list_still_reads_the_list_layout_of_older_voicehub_files() -> None:
+    config = TransformList([PCA(pca_dim=2, name="p")], name="tl").get_config()
+    config["transforms"] = list(config["transforms"].values())
+    rebuilt = TransformList.from_config(config)
+    assert [t.name for t in rebuilt.transforms] == ["tl/p"] and rebuilt.transforms[0].pca_dim == 2  # type: ignore[attr-defined]

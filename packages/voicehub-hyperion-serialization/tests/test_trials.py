@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
@@ -99,3 +100,64 @@ def test_create_validates_ids_and_shapes() -> None:
         TrialScores.create(MODELS, SEGS, np.zeros((4, 3)))
     with pytest.raises(HyperionInputError, match="two labels"):
         TrialKey.create(MODELS, SEGS, np.ones((3, 4)), np.ones((3, 4)))
+
+
+@pytest.mark.parametrize("bad_id", ["spk 1", "", "a\tb"])
+def test_ids_must_be_non_empty_without_whitespace(bad_id: str) -> None:
+    with pytest.raises(HyperionInputError, match="non-empty and contain no whitespace"):
+        TrialNdx.create([bad_id, "spk2"], SEGS)
+    with pytest.raises(HyperionInputError, match="non-empty and contain no whitespace"):
+        TrialScores.create(MODELS, [bad_id, "b", "c", "d"], np.zeros((3, 4)))
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_text_scores_that_are_not_finite_are_refused_with_the_line(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "scores.txt"
+    path.write_text(f"spk1 a.wav 1.5\nspk1 b.wav {value}\n")
+    with pytest.raises(HyperionFileError, match=rf"scores.txt:2: the score '{value}' is not finite"):
+        TrialScores.load(path)
+
+
+def test_h5_scores_that_are_not_finite_are_refused(tmp_path: Path) -> None:
+    scores = np.zeros((3, 4))
+    path = tmp_path / "s.h5"
+    TrialScores.create(MODELS, SEGS, scores).save(path)
+    with h5py.File(path, "r+") as f:
+        f["scores"][1, 2] = np.nan
+    with pytest.raises(HyperionFileError, match=r"NaN or infinite, e\.g\. spk2 c\.wav"):
+        TrialScores.load(path)
+
+
+def test_a_text_key_listing_a_trial_twice_is_refused_naming_both_lines(tmp_path: Path) -> None:
+    path = tmp_path / "key.txt"
+    path.write_text("spk1 a.wav target\nspk2 a.wav nontarget\nspk1 a.wav nontarget\n")
+    with pytest.raises(HyperionFileError, match=r"key\.txt:3: trial spk1 a\.wav repeats line 1"):
+        TrialKey.load(path)
+
+
+def test_h5_key_with_an_unknown_code_or_duplicate_ids_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "key.h5"
+    _key().save(path)
+    with h5py.File(path, "r+") as f:
+        f["trial_mask"][0, 1] = 5
+    with pytest.raises(HyperionFileError, match=r"/trial_mask holds \[5\], expected only \[0, 1, -1, -2\]"):
+        TrialKey.load(path)
+    _key().save(path)
+    with h5py.File(path, "r+") as f:
+        del f["ID/row_ids"]
+        f.create_dataset("ID/row_ids", data=np.array([b"spk1", b"spk1", b"spk3"]))
+    with pytest.raises(HyperionFileError, match="ids must be unique, 'spk1' repeats"):
+        TrialKey.load(path)
+
+
+def test_trial_files_get_the_default_mode(tmp_path: Path) -> None:
+    import os
+
+    old = os.umask(0o022)
+    try:
+        _key().save(tmp_path / "key.txt")
+        _key().save(tmp_path / "key.h5")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "key.txt").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "key.h5").stat().st_mode & 0o777 == 0o644

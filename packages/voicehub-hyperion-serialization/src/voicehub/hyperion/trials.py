@@ -13,7 +13,10 @@ chosen by file suffix:
   written with 17 significant digits, so text round trips are lossless (upstream wrote 6
   decimals).
 
-Writes are atomic; unreadable files raise :class:`HyperionFileError` naming the file and line.
+Ids are non-empty and contain no whitespace (the text format separates fields by whitespace),
+and unique. Loaders check what :meth:`create` checks, plus: a text file lists each trial once,
+scores are finite, HDF5 key codes are 0, +1, -1 or -2 and masks 0/1. Writes are atomic;
+unreadable files raise :class:`HyperionFileError` naming the file (and line for text).
 """
 
 from __future__ import annotations
@@ -43,9 +46,32 @@ def _ids(values: Any, what: str) -> NDArray[np.str_]:
     arr = np.asarray(values, dtype=str)
     if arr.ndim != 1:
         raise HyperionInputError(f"{what}: expected a 1-D list of ids, got shape {arr.shape}")
-    if np.unique(arr).shape[0] != arr.shape[0]:
-        raise HyperionInputError(f"{what}: ids must be unique")
+    bad = [v for v in arr.tolist() if not v or any(c.isspace() for c in v)]
+    if bad:
+        raise HyperionInputError(
+            f"{what}: ids must be non-empty and contain no whitespace (the text format splits on it), got {bad[0]!r}"
+        )
+    unique, counts = np.unique(arr, return_counts=True)
+    if unique.shape[0] != arr.shape[0]:
+        raise HyperionInputError(f"{what}: ids must be unique, {str(unique[counts > 1][0])!r} repeats")
     return arr
+
+
+def _file_ids(rows: Any, cols: Any, path: Path) -> tuple[NDArray[np.str_], NDArray[np.str_]]:
+    try:
+        return _ids(rows, "ID/row_ids"), _ids(cols, "ID/column_ids")
+    except HyperionInputError as err:
+        raise HyperionFileError(f"{path}: {err}", path=path) from err
+
+
+def _check_codes(path: Path, key: str, arr: NDArray[Any], allowed: tuple[int, ...]) -> None:
+    if arr.dtype.kind not in "biuf":
+        raise HyperionFileError(f"{path}: /{key} has dtype {arr.dtype}, expected integers", path=path)
+    bad = ~np.isin(arr, allowed)
+    if np.any(bad):
+        raise HyperionFileError(
+            f"{path}: /{key} holds {np.unique(arr[bad])[:5].tolist()}, expected only {list(allowed)}", path=path
+        )
 
 
 def _mask(values: Any, shape: tuple[int, int], what: str) -> BoolMatrix:
@@ -63,7 +89,7 @@ def _read_ids(f: h5py.File, path: Path) -> tuple[NDArray[np.str_], NDArray[np.st
         raise HyperionFileError(f"{path}: missing ID/row_ids or ID/column_ids; not a trial file", path=path) from err
     except (OSError, ValueError, TypeError) as err:
         raise HyperionFileError(f"{path}: cannot read trial ids (truncated?): {err}", path=path) from err
-    return np.asarray(rows, dtype=str), np.asarray(cols, dtype=str)
+    return _file_ids(rows, cols, path)
 
 
 def _read_matrix(f: h5py.File, path: Path, key: str, shape: tuple[int, int]) -> NDArray[Any]:
@@ -89,14 +115,16 @@ def _write_h5(path: Path, model_set: NDArray[np.str_], seg_set: NDArray[np.str_]
     atomic_write(path, write)
 
 
-def _read_lines(path: Path, num_fields: int) -> list[list[str]]:
+def _read_lines(path: Path, num_fields: int) -> list[tuple[int, list[str]]]:
+    """The non-blank lines as ``(line number, fields)``; each (model, segment) pair at most once."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as err:
         raise HyperionFileError(f"{path}: no such file", path=path) from err
     except (OSError, UnicodeDecodeError) as err:
         raise HyperionFileError(f"{path}: cannot read as UTF-8 text: {err}", path=path) from err
-    rows: list[list[str]] = []
+    rows: list[tuple[int, list[str]]] = []
+    seen: dict[tuple[str, str], int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         fields = line.split()
         if not fields:
@@ -105,7 +133,14 @@ def _read_lines(path: Path, num_fields: int) -> list[list[str]]:
             raise HyperionFileError(
                 f"{path}:{number}: expected {num_fields} fields, got {len(fields)}: {line!r}", path=path
             )
-        rows.append(fields)
+        pair = (fields[0], fields[1])
+        if pair in seen:
+            raise HyperionFileError(
+                f"{path}:{number}: trial {fields[0]} {fields[1]} repeats line {seen[pair]}; list each trial once",
+                path=path,
+            )
+        seen[pair] = number
+        rows.append((number, fields))
     return rows
 
 
@@ -177,8 +212,9 @@ class TrialNdx:
             with open_hdf5(file) as f:
                 models, segs = _read_ids(f, file)
                 mask = _read_matrix(f, file, "trial_mask", (models.shape[0], segs.shape[0]))
+            _check_codes(file, "trial_mask", mask, (0, 1))
             return cls(model_set=models, seg_set=segs, trial_mask=mask.astype(bool))
-        lines = _read_lines(file, 2)
+        lines = [fields for _, fields in _read_lines(file, 2)]
         model_set, seg_set, mi, si = _index([r[0] for r in lines], [r[1] for r in lines])
         mask = np.zeros((model_set.shape[0], seg_set.shape[0]), dtype=bool)
         mask[mi, si] = True
@@ -245,13 +281,18 @@ class TrialKey:
         if _is_h5(file):
             with open_hdf5(file) as f:
                 models, segs = _read_ids(f, file)
-                mask = _read_matrix(f, file, "trial_mask", (models.shape[0], segs.shape[0])).astype(np.int8)
+                codes = _read_matrix(f, file, "trial_mask", (models.shape[0], segs.shape[0]))
+            _check_codes(file, "trial_mask", codes, (0, 1, -1, -2))
+            mask = codes.astype(np.int8)
             return cls(model_set=models, seg_set=segs, tar=mask == 1, non=mask == -1, spoof=mask == -2)
-        lines = _read_lines(file, 3)
+        numbered = _read_lines(file, 3)
         labels = {"target": 1, "nontarget": -1, "spoof": -2}
-        bad = [row[2] for row in lines if row[2] not in labels]
-        if bad:
-            raise HyperionFileError(f"{file}: unknown trial label {bad[0]!r}; expected {sorted(labels)}", path=file)
+        for number, row in numbered:
+            if row[2] not in labels:
+                raise HyperionFileError(
+                    f"{file}:{number}: unknown trial label {row[2]!r}; expected {sorted(labels)}", path=file
+                )
+        lines = [fields for _, fields in numbered]
         model_set, seg_set, mi, si = _index([r[0] for r in lines], [r[1] for r in lines])
         mask = np.zeros((model_set.shape[0], seg_set.shape[0]), dtype=np.int8)
         mask[mi, si] = [labels[r[2]] for r in lines]
@@ -311,26 +352,41 @@ class TrialScores:
         """Read an HDF5 or text score file.
 
         Raises:
-            HyperionFileError: for a missing, truncated or malformed file or a non-numeric score.
+            HyperionFileError: for a missing, truncated or malformed file, or a score that is not a
+                finite number.
         """
         file = Path(path)
         if _is_h5(file):
             with open_hdf5(file) as f:
                 models, segs = _read_ids(f, file)
                 shape = (models.shape[0], segs.shape[0])
-                scores = _read_matrix(f, file, "scores", shape).astype(np.float64)
-                mask = _read_matrix(f, file, "score_mask", shape).astype(bool) if "score_mask" in f else None
-            return cls(
-                model_set=models,
-                seg_set=segs,
-                scores=scores,
-                score_mask=np.ones(shape, dtype=bool) if mask is None else mask,
-            )
-        lines = _read_lines(file, 3)
-        try:
-            values = [float(r[2]) for r in lines]
-        except ValueError as err:
-            raise HyperionFileError(f"{file}: a score is not a number: {err}", path=file) from err
+                raw = _read_matrix(f, file, "scores", shape)
+                raw_mask = _read_matrix(f, file, "score_mask", shape) if "score_mask" in f else None
+            if raw.dtype.kind not in "iuf":
+                raise HyperionFileError(f"{file}: /scores has dtype {raw.dtype}, expected float", path=file)
+            scores = raw.astype(np.float64)
+            mask = np.ones(shape, dtype=bool)
+            if raw_mask is not None:
+                _check_codes(file, "score_mask", raw_mask, (0, 1))
+                mask = raw_mask.astype(bool)
+            bad = mask & ~np.isfinite(scores)
+            if np.any(bad):
+                r, c = (int(i[0]) for i in np.nonzero(bad))
+                raise HyperionFileError(
+                    f"{file}: {int(bad.sum())} score(s) are NaN or infinite, e.g. {models[r]} {segs[c]}", path=file
+                )
+            return cls(model_set=models, seg_set=segs, scores=scores, score_mask=mask)
+        numbered = _read_lines(file, 3)
+        values: list[float] = []
+        for number, row in numbered:
+            try:
+                value = float(row[2])
+            except ValueError as err:
+                raise HyperionFileError(f"{file}:{number}: the score {row[2]!r} is not a number", path=file) from err
+            if not np.isfinite(value):
+                raise HyperionFileError(f"{file}:{number}: the score {row[2]!r} is not finite", path=file)
+            values.append(value)
+        lines = [fields for _, fields in numbered]
         model_set, seg_set, mi, si = _index([r[0] for r in lines], [r[1] for r in lines])
         scores = np.zeros((model_set.shape[0], seg_set.shape[0]))
         mask = np.zeros(scores.shape, dtype=bool)

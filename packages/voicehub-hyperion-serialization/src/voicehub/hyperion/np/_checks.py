@@ -71,7 +71,12 @@ def check_choice(owner: str, key: str, value: Any, choices: Sequence[str]) -> st
 
 
 def param(owner: str, key: str, value: Any, *, ndim: int | None = None) -> FloatArray | None:
-    """Convert a parameter to a floating array, keeping a float32/float64 dtype (``None`` passes)."""
+    """Convert a parameter to a finite floating array, keeping a float32/float64 dtype (``None`` passes).
+
+    Raises:
+        HyperionInputError: for a non-numeric dtype, a wrong rank, or NaN/infinite values (a
+            model with them would score silently wrong, e.g. every PLDA trial 0.0).
+    """
     if value is None:
         return None
     arr = np.asarray(value)
@@ -81,7 +86,19 @@ def param(owner: str, key: str, value: Any, *, ndim: int | None = None) -> Float
         arr = arr.astype(np.float64)
     if ndim is not None and arr.ndim != ndim:
         raise HyperionInputError(f"{owner}.{key}: expected a {ndim}-D array, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise HyperionInputError(f"{owner}.{key}: contains NaN or infinite values; parameters must be finite")
     return arr
+
+
+def check_fit_result(owner: str, **params: Any) -> None:
+    """Raise HyperionInputError if a freshly estimated parameter is not finite (the model is not changed)."""
+    bad = [k for k, v in params.items() if v is not None and not np.all(np.isfinite(np.asarray(v)))]
+    if bad:
+        raise HyperionInputError(
+            f"{owner}.fit: the estimate of {', '.join(bad)} is not finite (degenerate data: constant, collinear or "
+            "too few vectors per class); the model was not changed"
+        )
 
 
 def require(owner: str, **params: Any) -> None:

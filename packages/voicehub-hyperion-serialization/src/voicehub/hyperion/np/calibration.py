@@ -20,7 +20,16 @@ from scipy import optimize
 from scipy.special import expit, log_expit
 
 from voicehub.hyperion.errors import HyperionInputError
-from voicehub.hyperion.np._checks import FloatArray, check_bool, check_float, check_int, fitted, param, require
+from voicehub.hyperion.np._checks import (
+    FloatArray,
+    check_bool,
+    check_fit_result,
+    check_float,
+    check_int,
+    fitted,
+    param,
+    require,
+)
 from voicehub.hyperion.np.model import HyperNPModel
 
 
@@ -31,8 +40,14 @@ def _scores_labels(owner: str, scores: Any, labels: Any) -> tuple[FloatArray, ND
         raise HyperionInputError(
             f"{owner}.fit: expected scores and labels of one shape (num_trials,), got {s.shape} and {y.shape}"
         )
-    if y.dtype.kind not in "biu" or not np.all((y == 0) | (y == 1)):
-        raise HyperionInputError(f"{owner}.fit: labels must be 0 (non-target) or 1 (target)")
+    if y.dtype.kind not in "biuf":
+        raise HyperionInputError(f"{owner}.fit: labels must be 0 (non-target) or 1 (target), got dtype {y.dtype}")
+    valid = (y == 0) | (y == 1)
+    if not np.all(valid):
+        found = np.unique(y[~valid])
+        raise HyperionInputError(
+            f"{owner}.fit: labels must be exactly 0 (non-target) or 1 (target); also found {found[:5].tolist()}"
+        )
     if not np.all(np.isfinite(s)):
         raise HyperionInputError(f"{owner}.fit: scores contain NaN or infinite values")
     target = y.astype(bool)
@@ -87,13 +102,24 @@ class GaussCalibration(HyperNPModel):
         Raises:
             HyperionInputError: for mismatched shapes, other labels, or a single class.
         """
-        s, target = _scores_labels(type(self).__name__, scores, labels)
+        owner = type(self).__name__
+        s, target = _scores_labels(owner, scores, labels)
         tar, non = s[target], s[~target]
-        self.mu1, self.mu2 = np.asarray(tar.mean()), np.asarray(non.mean())
-        sigma2 = (np.sum((tar - self.mu1) ** 2) + np.sum((non - self.mu2) ** 2)) / s.shape[0]
-        self.sigma2 = np.asarray(max(float(sigma2), np.finfo(np.float64).tiny))
+        mu1, mu2 = np.asarray(tar.mean()), np.asarray(non.mean())
+        sigma2 = (np.sum((tar - mu1) ** 2) + np.sum((non - mu2) ** 2)) / s.shape[0]
+        if not float(sigma2) > 0.0:
+            raise HyperionInputError(
+                f"{owner}.fit: the target scores and the non-target scores are each constant (zero variance); "
+                "calibration needs varying scores"
+            )
+        check_fit_result(owner, mu1=mu1, mu2=mu2, sigma2=sigma2)
+        self.mu1, self.mu2, self.sigma2 = mu1, mu2, np.asarray(float(sigma2))
         self.prior = float(target.mean())
         return self
+
+    def missing_params(self) -> list[str]:
+        """``mu1``, ``mu2``, ``sigma2`` while unset (save refuses an unfitted calibration)."""
+        return [k for k in ("mu1", "mu2", "sigma2") if getattr(self, k) is None]
 
     @property
     def scale_bias(self) -> tuple[float, float]:
@@ -236,9 +262,14 @@ class BinaryLogisticRegression(HyperNPModel):
             method="L-BFGS-B",
             options={"maxiter": self.max_iter, "gtol": self.tol * 1e-3},
         )
-        self.A = result.x[:dim, None].copy()
-        self.b = np.array([result.x[dim] if self.use_bias else 0.0])
+        weights_new, bias_new = result.x[:dim, None].copy(), np.array([result.x[dim] if self.use_bias else 0.0])
+        check_fit_result(owner, A=weights_new, b=bias_new)
+        self.A, self.b = weights_new, bias_new
         return self
+
+    def missing_params(self) -> list[str]:
+        """``A`` and/or ``b`` while unset (save refuses an unfitted model)."""
+        return [k for k in ("A", "b") if getattr(self, k) is None]
 
     def predict(self, x: Any) -> FloatArray:
         """LLRs of ``x``: float64 (num_trials,).

@@ -22,6 +22,7 @@ from voicehub.hyperion.np._checks import (
     as_labels,
     as_matrix,
     check_bool,
+    check_fit_result,
     check_int,
     class_stats,
     fitted,
@@ -116,18 +117,39 @@ class LinearGBE(HyperNPModel):
         counts, sums = class_stats(data, ids, num_classes)
         if np.count_nonzero(counts) < 2:
             raise HyperionInputError(f"{owner}.fit: needs at least 2 classes with data")
+        kept = {
+            "mu": (None if self.update_mu else self.mu, (num_classes, data.shape[1])),
+            "W": (None if self.update_W else self.W, (data.shape[1], data.shape[1])),
+        }
+        for key, (value, shape) in kept.items():
+            if value is not None and value.shape != shape:
+                raise HyperionInputError(
+                    f"{owner}.fit: the kept {key} (update_{key}=False) has shape {value.shape}, but x and labels "
+                    f"need {shape}; fit on matching data"
+                )
         means = sums / np.maximum(counts, 1.0)[:, None]
-        if self.update_mu:
-            self.mu = means
+        new_mu = means if self.update_mu else self.mu
+        new_w = self.W
         if self.update_W:
             delta = data - means[ids]
             weights = (1.0 / np.maximum(counts, 1.0))[ids] if self.balance_class_weight else np.ones(ids.shape[0])
             cov = (delta * weights[:, None]).T @ delta / weights.sum()
+            if not float(np.trace(cov)) > 0.0:
+                raise HyperionInputError(
+                    f"{owner}.fit: no within-class variation (every class has one row, or its rows are identical); "
+                    "needs >= 2 different rows for some classes"
+                )
             with single_threaded_blas():
-                self.W = inv_pd(cov, "within-class covariance")
+                new_w = inv_pd(cov, "within-class covariance")
+        check_fit_result(owner, mu=new_mu, W=new_w)
+        self.mu, self.W = new_mu, new_w
         self.beta, self.nu = counts, np.asarray(float(counts.sum()))
         self.num_classes, self.x_dim = num_classes, data.shape[1]
         return self
+
+    def missing_params(self) -> list[str]:
+        """``mu`` and/or ``W`` while unset (save refuses an unfitted model)."""
+        return [k for k in ("mu", "W") if getattr(self, k) is None]
 
     def predict(self, x: Any, *, normalize: bool = False) -> FloatArray:
         """Class scores of ``x`` (num_rows, dim).

@@ -17,11 +17,15 @@ written only with ``allow_pickle=True``; every malformed file raises an error na
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import copy
+import inspect
 import os
 import pickle
+import stat
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -33,6 +37,7 @@ from voicehub.core.errors import ConfigError, StrictJSONError, UnknownConfigKeyE
 from voicehub.hyperion.errors import (
     HyperionError,
     HyperionFileError,
+    NotFittedError,
     UnknownHyperionClassError,
     UnsafeFormatError,
 )
@@ -65,21 +70,87 @@ def _refuse_pickle(path: Path, action: str) -> UnsafeFormatError:
     )
 
 
-def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+def _default_file_mode() -> int:
+    """``0o666 & ~umask``: the mode ``open()`` gives a new file (mkstemp would give 0600)."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # no other portable way to read the umask
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def resolve_output_path(path: PathLike) -> Path:
+    """Check an output path before anything is written and return the file to write.
+
+    A symbolic link is followed, so the file it points to is replaced and the link is kept.
+
+    Raises:
+        HyperionFileError: for an empty path, a directory, a parent that is a file, or a path
+            that cannot be resolved (a symlink loop).
+    """
+    raw = os.fspath(path)
+    if raw == "":
+        raise HyperionFileError("empty output path; pass a file name such as 'model.h5'", path=raw)
+    try:
+        target = Path(raw).resolve()
+    except (OSError, RuntimeError) as err:
+        raise HyperionFileError(f"{raw}: cannot resolve the output path ({err}); fix the symlink", path=raw) from err
+    if target.is_dir():
+        raise HyperionFileError(f"{raw}: is a directory; pass a file path such as {Path(raw) / 'model.h5'}", path=raw)
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise HyperionFileError(
+                    f"{raw}: {parent} is a file, not a directory; choose another output path", path=raw
+                )
+            break
+    return target
+
+
+def atomic_write(path: PathLike, write: Callable[[Path], None]) -> Path:
     """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it over ``path``.
 
-    On any error the temporary file is removed and ``path`` is left as it was.
+    The path is checked first (see :func:`resolve_output_path`); a symlink is written through.
+    A new file gets the default mode (``0o666 & ~umask``), a replaced file keeps its mode. On
+    any error the temporary file is removed and ``path`` is left as it was.
+
+    Returns:
+        The file written (``path`` with symlinks resolved).
+
+    Raises:
+        HyperionFileError: naming ``path`` when it cannot be written (see above; also a
+            directory that cannot be created or written, or a full disk).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    target = resolve_output_path(path)
+    raw = os.fspath(path)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _default_file_mode()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
+    except OSError as err:
+        raise HyperionFileError(
+            f"{raw}: cannot create a file in {target.parent} ({err.strerror or err}); choose a writable directory",
+            path=raw,
+        ) from err
     tmp = Path(name)
     try:
         write(tmp)
-        os.replace(tmp, path)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise HyperionFileError(
+            f"{raw}: cannot write the file ({err.strerror or err}); check free space and permissions", path=raw
+        ) from err
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    return target
 
 
 def open_hdf5(path: Path) -> h5py.File:
@@ -135,6 +206,68 @@ def parse_config_text(raw: Any, path: Path) -> dict[str, Any]:
     return config
 
 
+def config_to_json_value(value: Any, where: str = "$") -> Any:
+    """Convert a config value to plain JSON types: NumPy scalars via ``.item()``, 1-D string arrays to lists.
+
+    Raises:
+        StrictJSONError: for any other NumPy array (fitted arrays belong in ``save_params``),
+            naming where in the config it is.
+    """
+    if isinstance(value, np.generic):
+        return config_to_json_value(value.item(), where)
+    if isinstance(value, np.ndarray):
+        if value.ndim == 1 and value.dtype.kind in "US":
+            return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in value.tolist()]
+        raise StrictJSONError(
+            f"config value at {where} is a NumPy array of shape {value.shape} and dtype {value.dtype}; configs take "
+            "scalars and 1-D string arrays only: store fitted arrays with save_params/_save_params_from_dict, "
+            "or convert the value to a list"
+        )
+    if isinstance(value, Mapping):
+        return {k: config_to_json_value(v, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [config_to_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+_LOAD_READS: contextvars.ContextVar[set[str] | None] = contextvars.ContextVar("hyperion_np_load_reads", default=None)
+"""Datasets read by ``_load_params_to_dict`` while :meth:`HyperNPModel._load_open` runs."""
+
+_LOAD_EXTRA: contextvars.ContextVar[Mapping[str, type[Any]] | None] = contextvars.ContextVar(
+    "hyperion_np_load_extra", default=None
+)
+"""The caller's ``extra_objs`` during :meth:`HyperNPModel.auto_load` (used for nested children)."""
+
+
+@contextlib.contextmanager
+def _tracking_reads() -> Iterator[set[str]]:
+    reads: set[str] = set()
+    token = _LOAD_READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _LOAD_READS.reset(token)
+
+
+def resolve_class(class_name: str) -> type[Any] | None:
+    """The class for ``class_name``: the caller's ``extra_objs`` (during ``auto_load``) first, then the registry."""
+    return (_LOAD_EXTRA.get() or {}).get(class_name) or _registry.resolve(class_name)
+
+
+def _datasets(f: h5py.File) -> list[str]:
+    names: list[str] = []
+
+    def visit(name: str, node: Any) -> None:
+        if isinstance(node, h5py.Dataset):
+            names.append(name)
+
+    f.visititems(visit)
+    return names
+
+
+_BASE_KEYS = frozenset({"class_name", "name", "save_dtype"})
+
+
 class HyperNPModel:
     """Base class of the serializable NumPy models (transforms, PLDA, classifiers, calibration...).
 
@@ -176,8 +309,16 @@ class HyperNPModel:
         owner = type(self).__name__
         if name is not None and not isinstance(name, str):
             raise ConfigError(f"{owner}.name: expected str or None, got {name!r}", config_type=owner, key="name")
-        if name is not None and (name.startswith("/") or name.endswith("/")):
-            raise ConfigError(f"{owner}.name: must not start or end with '/', got {name!r}", config_type=owner)
+        if name is not None and (name.startswith("/") or name.endswith("/") or "//" in name):
+            raise ConfigError(
+                f"{owner}.name: must not start or end with '/' or contain '//', got {name!r}", config_type=owner
+            )
+        if name is not None and name.split("/")[0] == CONFIG_DATASET:
+            raise ConfigError(
+                f"{owner}.name: {name!r} is reserved (the file's /{CONFIG_DATASET} dataset); choose another name",
+                config_type=owner,
+                key="name",
+            )
         if save_dtype is not None:
             try:
                 kind = np.dtype(save_dtype).kind
@@ -201,13 +342,54 @@ class HyperNPModel:
         return {"class_name": type(self).__name__, "name": self.name, "save_dtype": self.save_dtype}
 
     def to_json(self) -> str:
-        """Return the config with ``schema_version`` as canonical strict JSON."""
-        return strict_json.dumps({**self.get_config(), "schema_version": self.schema_version})
+        """Return the config with ``schema_version`` as canonical strict JSON.
+
+        NumPy scalars become Python scalars and 1-D string arrays lists.
+
+        Raises:
+            ConfigError: if ``get_config`` dropped ``class_name`` or ``name`` (a subclass that
+                replaced instead of extending ``super().get_config()``).
+            StrictJSONError: for a value that is not strict JSON (NaN, another array, an object).
+        """
+        owner = type(self).__name__
+        config = self.get_config()
+        if not isinstance(config, Mapping):
+            raise ConfigError(f"{owner}.get_config() returned {type(config).__name__}, expected a dict")
+        missing = [k for k in ("class_name", "name") if k not in config]
+        if missing or config.get("class_name") != owner:
+            raise ConfigError(
+                f"{owner}.get_config() lacks {missing or ['the right class_name']} (class_name must be {owner!r}); "
+                "extend super().get_config() instead of replacing it: "
+                "return {**super().get_config(), 'my_key': value}",
+                config_type=owner,
+            )
+        return strict_json.dumps(config_to_json_value({**config, "schema_version": self.schema_version}))
 
     @classmethod
     def config_keys(cls) -> frozenset[str]:
-        """The keys :meth:`from_config` accepts (those of a default instance's config)."""
-        return frozenset(cls().get_config())
+        """The keys :meth:`from_config` accepts, derived without creating an instance.
+
+        They are the keyword parameters of ``__init__`` (following ``**kwargs`` up the class
+        hierarchy) plus ``class_name``, ``name`` and ``save_dtype``, so a class whose
+        constructor has required arguments loads too.
+        """
+        keys = set(_BASE_KEYS)
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is None:
+                continue
+            params = inspect.signature(init).parameters.values()
+            keys.update(p.name for p in params if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+            if not any(p.kind is p.VAR_KEYWORD for p in params) or klass is HyperNPModel:
+                break
+        return frozenset(keys)
+
+    def missing_params(self) -> list[str]:
+        """Names of the fitted parameters a saved file needs but this model lacks (``[]`` = savable).
+
+        Subclasses with fitted state override this; :meth:`save` refuses an unfitted model.
+        """
+        return []
 
     @classmethod
     def migrate_legacy_config(cls, config: dict[str, Any]) -> dict[str, Any]:
@@ -228,8 +410,13 @@ class HyperNPModel:
         return out
 
     @classmethod
-    def check_config(cls, config: Mapping[str, Any]) -> dict[str, Any]:
+    def check_config(cls, config: Mapping[str, Any], *, saved_as: str | None = None) -> dict[str, Any]:
         """Validate a config's ``class_name``, migrate it, and reject unknown keys.
+
+        Args:
+            config: the config mapping.
+            saved_as: a ``class_name`` the caller explicitly maps to this class (``extra_objs``
+                of :meth:`auto_load`); a config with that class name is accepted.
 
         Returns:
             The config at the current schema version, without ``schema_version``.
@@ -243,7 +430,7 @@ class HyperNPModel:
             raise ConfigError(f"{owner}: expected a config mapping, got {type(config).__name__}", config_type=owner)
         payload = dict(config)
         class_name = payload.get("class_name", owner)
-        if class_name != owner:
+        if class_name != owner and class_name != saved_as:
             raise ConfigError(
                 f"config of class {class_name!r} cannot be loaded as {owner}; use HyperNPModel.auto_load",
                 config_type=owner,
@@ -286,7 +473,17 @@ class HyperNPModel:
         except (ConfigError, HyperionError):
             raise
         except TypeError as err:
-            raise ConfigError(f"{cls.__name__}: {err}", config_type=cls.__name__) from err
+            required = [
+                p.name
+                for p in inspect.signature(cls.__init__).parameters.values()
+                if p.name != "self" and p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            ]
+            hint = (
+                f"; {cls.__name__}.__init__ requires {required}, so get_config() must include them" if required else ""
+            )
+            raise ConfigError(
+                f"{cls.__name__}: cannot build from the config: {err}{hint}", config_type=cls.__name__
+            ) from err
 
     # ------------------------------------------------------------- parameters
     def _param_prefix(self) -> str:
@@ -313,6 +510,20 @@ class HyperNPModel:
         for key, value in params.items():
             if value is None:
                 continue
+            dataset = prefix + key
+            parts = dataset.split("/")
+            clash = [dataset] if dataset in f else []
+            clash += [
+                "/".join(parts[:i])
+                for i in range(1, len(parts))
+                if isinstance(f.get("/".join(parts[:i])), h5py.Dataset)
+            ]
+            if clash:
+                raise HyperionFileError(
+                    f"{type(self).__name__} {self.name!r}: dataset /{dataset} collides with /{clash[0]}, already "
+                    "written by this file (the config or another model); give every model a distinct name that is "
+                    "not another's name plus '/<parameter>'"
+                )
             arr = np.asarray(value)
             dtype: str | None
             if isinstance(dtypes, Mapping):
@@ -366,6 +577,15 @@ class HyperNPModel:
                 raise HyperionFileError(
                     f"{f.filename}: cannot read /{dataset} (truncated or corrupt?): {err}", path=f.filename
                 ) from err
+            if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+                raise HyperionFileError(
+                    f"{f.filename}: /{dataset} contains NaN or infinite values; the file is corrupt or was saved "
+                    "from a failed fit: refit the model and save it again",
+                    path=f.filename,
+                )
+            reads = _LOAD_READS.get()
+            if reads is not None:
+                reads.add(dataset)
             dtype = dtypes.get(key) if isinstance(dtypes, Mapping) else dtypes
             out[key] = arr.astype(dtype, copy=False) if dtype is not None else arr
         return out
@@ -377,14 +597,26 @@ class HyperNPModel:
         ``.pkl``/``.pickle`` paths pickle the whole object (only with ``allow_pickle=True``);
         any other path gets the HDF5 format described in the module docstring.
 
+        A symlink at ``path`` is written through (the file it points to is replaced); a new file
+        gets the default mode (``0o666 & ~umask``), a replaced file keeps its mode.
+
         Returns:
-            The written path.
+            The written path (as given).
 
         Raises:
+            NotFittedError: if the model lacks fitted parameters (the file could not be loaded).
+            HyperionFileError: for a path that cannot be written (empty, a directory, a parent
+                that is a file, no permission) or datasets whose names collide, naming the path.
             UnsafeFormatError: for a pickle path without ``allow_pickle=True``.
-            StrictJSONError: if the config is not strict JSON.
+            ConfigError, StrictJSONError: if the config is not strict JSON or lacks ``class_name``/``name``.
         """
         target = Path(path)
+        missing = self.missing_params()
+        if missing:
+            raise NotFittedError(
+                f"{type(self).__name__} is not fitted (missing {', '.join(missing)}); fit or load it before save()"
+            )
+        resolve_output_path(path)
         if _is_pickle_path(target):
             if not allow_pickle:
                 raise _refuse_pickle(target, "write")
@@ -400,7 +632,10 @@ class HyperNPModel:
         def write(tmp: Path) -> None:
             with h5py.File(tmp, "w") as f:
                 f.create_dataset(CONFIG_DATASET, data=np.bytes_(text.encode("utf-8")))
-                self.save_params(f)
+                try:
+                    self.save_params(f)
+                except HyperionFileError as err:
+                    raise HyperionFileError(f"{target}: {err}", path=target) from err
 
         atomic_write(target, write)
         return target
@@ -418,14 +653,32 @@ class HyperNPModel:
             raise HyperionFileError(f"{path}: cannot unpickle: {err}", path=path) from err
 
     @classmethod
-    def _load_open(cls, f: h5py.File, config: dict[str, Any], path: Path) -> Self:
+    def _load_open(cls, f: h5py.File, config: dict[str, Any], path: Path, *, saved_as: str | None = None) -> Self:
         try:
-            checked = cls.check_config(config)
-            return cls.load_params(f, checked)
-        except (HyperionFileError, UnknownHyperionClassError):
+            with _tracking_reads() as reads:
+                checked = cls.check_config(config, saved_as=saved_as)
+                model = cls.load_params(f, checked)
+            unused = sorted(set(_datasets(f)) - reads - {CONFIG_DATASET})
+            if not reads:  # a model without parameters, or a plug-in reading its own way: check its prefix only
+                prefix = f"{model.name}/" if model.name else None
+                unused = [u for u in unused if prefix is not None and u.startswith(prefix)]
+            if unused:
+                raise HyperionFileError(
+                    f"{path}: dataset(s) {['/' + u for u in unused[:5]]} are not parameters of the "
+                    f"{config['class_name']!r} model the config names; the file's class_name or name was edited "
+                    "or the file is corrupt: re-save it from the right model",
+                    path=path,
+                )
+            return model
+        except HyperionFileError:
             raise
+        except UnknownHyperionClassError as err:
+            if err.path is not None:
+                raise
+            raise UnknownHyperionClassError(err.name, err.available, path=path) from err
         except UnknownConfigKeyError as err:
-            raise UnknownConfigKeyError(f"{path}: {cls.__name__}", err.unknown, err.known) from err
+            owner = err.config_type if err.config_type and err.config_type != cls.__name__ else cls.__name__
+            raise UnknownConfigKeyError(f"{path}: {owner}", err.unknown, err.known) from err
         except ConfigError as err:
             raise ConfigError(f"{path}: {err}", config_type=err.config_type, key=err.key) from err
         except HyperionError as err:
@@ -505,7 +758,9 @@ class HyperNPModel:
         Args:
             path: the model file.
             extra_objs: explicit ``class_name -> class`` mapping for caller-supplied plug-in
-                classes; it takes precedence over the registry.
+                classes; it takes precedence over the registry, also for the children of a
+                container, and the mapped class may have another name than ``class_name``
+                (a subclass of the saved class, or a renamed class).
             allow_pickle: allow ``.pkl`` files (trusted files only).
 
         Raises:
@@ -521,13 +776,18 @@ class HyperNPModel:
         with open_hdf5(file) as f:
             config = read_config_dataset(f, file)
             class_name = config["class_name"]
-            target = (extra_objs or {}).get(class_name) or _registry.resolve(class_name)
+            extra = dict(extra_objs or {})
+            target = extra.get(class_name) or _registry.resolve(class_name)
             if target is None:
-                names = set(_registry.available()) | set(extra_objs or {})
+                names = set(_registry.available()) | set(extra)
                 raise UnknownHyperionClassError(class_name, names, path=file)
             if not (isinstance(target, type) and issubclass(target, HyperNPModel)):
                 raise ConfigError(f"{file}: class {class_name!r} resolves to {target!r}, not a HyperNPModel")
-            return target._load_open(f, config, file)
+            token = _LOAD_EXTRA.set(extra)
+            try:
+                return target._load_open(f, config, file, saved_as=class_name if class_name in extra else None)
+            finally:
+                _LOAD_EXTRA.reset(token)
 
     # ------------------------------------------------------------------ misc
     def copy(self) -> Self:
@@ -539,4 +799,14 @@ class HyperNPModel:
         return f"{type(self).__name__}({fields})"
 
 
-__all__ = ["CONFIG_DATASET", "PICKLE_SUFFIXES", "DTypeSpec", "HyperNPModel", "atomic_write", "open_hdf5"]
+__all__ = [
+    "CONFIG_DATASET",
+    "PICKLE_SUFFIXES",
+    "DTypeSpec",
+    "HyperNPModel",
+    "atomic_write",
+    "config_to_json_value",
+    "open_hdf5",
+    "resolve_class",
+    "resolve_output_path",
+]

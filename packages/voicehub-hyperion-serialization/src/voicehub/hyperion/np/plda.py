@@ -21,6 +21,7 @@ sum of independent per-dimension terms and a whole enrolment x test grid is one 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Self
@@ -38,6 +39,7 @@ from voicehub.hyperion.np._checks import (
     as_matrix,
     check_bool,
     check_choice,
+    check_fit_result,
     check_float,
     check_int,
     class_stats,
@@ -60,8 +62,10 @@ def chol_pd(matrix: FloatArray, what: str = "matrix") -> FloatArray:
     (few training vectors for the dimension).
 
     Raises:
-        HyperionInputError: if the matrix stays indefinite.
+        HyperionInputError: if the matrix has NaN/infinite entries or stays indefinite.
     """
+    if not np.all(np.isfinite(matrix)):
+        raise HyperionInputError(f"PLDA: {what} contains NaN or infinite values")
     sym = 0.5 * (matrix + matrix.T)
     eye = np.eye(sym.shape[0])
     scale = max(float(np.mean(np.abs(np.diag(sym)))), np.finfo(np.float64).tiny)
@@ -106,6 +110,8 @@ class _Scorer:
 
     @classmethod
     def build(cls, mu: FloatArray, sb: FloatArray, sw: FloatArray) -> _Scorer:
+        if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(sb)) and np.all(np.isfinite(sw))):
+            raise HyperionInputError("PLDA: the model parameters contain NaN or infinite values; refit or reload it")
         d, u = linalg.eigh(0.5 * (sb + sb.T), 0.5 * (sw + sw.T), check_finite=False)
         keep = d > 1e-12 * max(float(d[-1]), 0.0)
         d, u = d[keep], np.ascontiguousarray(u[:, keep])
@@ -205,15 +211,27 @@ class _PLDABase(HyperNPModel, register=False):
             ``self``; ``elbo_history`` holds the evidence lower bound before each M-step.
 
         Raises:
-            HyperionInputError: for bad arrays, fewer than 2 classes, or degenerate statistics.
+            HyperionInputError: for bad arrays, fewer than 2 classes, data of another dimension
+                than a fitted model's, no within-class variation (one session per speaker, or
+                constant data), or degenerate statistics. Fitting is transactional: when it
+                raises, the model is unchanged.
         """
         owner = type(self).__name__
         check_int(owner, "epochs", epochs, minimum=1)
         check_choice(owner, "ml_md", ml_md, ("ml+md", "ml", "md"))
         data = np.asarray(as_matrix(owner, x), dtype=np.float64)
+        dims = {k: v.shape[-1] for k, v in self._params().items() if v is not None}
+        if any(d != data.shape[1] for d in dims.values()):
+            raise HyperionInputError(
+                f"{owner}.fit: x has dimension {data.shape[1]} but the model's parameters have {dims}; "
+                f"fit on {next(iter(dims.values()))}-dim data or start from an unfitted {owner}"
+            )
         counts, sums, _ = _group(owner, data, labels)
         if counts.shape[0] < 2:
             raise HyperionInputError(f"{owner}.fit: needs at least 2 classes, got {counts.shape[0]}")
+        scatter = gram(data)
+        if self.update_W or not self.is_fitted:
+            _refuse_no_within(owner, counts, sums, scatter)
         free = data.shape[0] - counts.shape[0]
         if free < data.shape[1] and self.shrinkage == 0.0 and (self.update_W or not self.is_fitted):
             raise HyperionInputError(
@@ -221,16 +239,29 @@ class _PLDABase(HyperNPModel, register=False):
                 f"freedom for a {data.shape[1]}-dim within-class covariance, which is then singular and makes "
                 "the LLRs degenerate; set shrinkage (e.g. 0.1) or reduce the dimension first (PCA/LDA)"
             )
-        scatter = gram(data)
-        with single_threaded_blas():
-            if not self.is_fitted:
-                self._initialize(counts, sums, scatter)
-            self.elbo_history = []
-            for epoch in range(epochs):
-                use_md = ml_md != "ml" and (md_epochs is None or epoch in md_epochs)
-                self.elbo_history.append(self._em_step(counts, sums, scatter, ml_md != "md", use_md))
+        work = copy.copy(self)  # EM runs on a copy; the result is committed only if it is finite
+        try:
+            with single_threaded_blas():
+                if not work.is_fitted:
+                    work._initialize(counts, sums, scatter)
+                work.elbo_history = []
+                for epoch in range(epochs):
+                    use_md = ml_md != "ml" and (md_epochs is None or epoch in md_epochs)
+                    work.elbo_history.append(work._em_step(counts, sums, scatter, ml_md != "md", use_md))
+        except HyperionInputError as err:
+            raise HyperionInputError(f"{err}; the model was not changed") from err
+        except (linalg.LinAlgError, ValueError, FloatingPointError, ZeroDivisionError) as err:
+            raise HyperionInputError(
+                f"{owner}.fit: the statistics are degenerate ({err}); the model was not changed"
+            ) from err
+        check_fit_result(owner, **work._params())
+        self.__dict__.update(work.__dict__)
         self._scorer_cache = None
         return self
+
+    def missing_params(self) -> list[str]:
+        """The parameters still unset (save refuses an unfitted PLDA)."""
+        return [k for k, v in self._params().items() if v is None]
 
     @property
     def is_fitted(self) -> bool:
@@ -328,6 +359,25 @@ class _PLDABase(HyperNPModel, register=False):
         state = dict(self.__dict__)
         state["_scorer_cache"] = None
         return state
+
+
+def _refuse_no_within(owner: str, counts: FloatArray, sums: FloatArray, scatter: FloatArray) -> None:
+    """Raise if the data has no within-class variation (the within-class covariance would be 0)."""
+    total = float(np.trace(scatter))
+    within = total - float(np.sum(sums * sums / counts[:, None]))
+    if within > 1e-10 * max(total, np.finfo(np.float64).tiny):
+        return
+    mean = sums.sum(axis=0) / counts.sum()
+    if float(np.trace(scatter) - counts.sum() * mean @ mean) <= 1e-10 * max(total, np.finfo(np.float64).tiny):
+        why = "the data is constant (every row is the same)"
+    elif np.all(counts == 1):
+        why = "every speaker has one session"
+    else:
+        why = "each speaker's sessions are identical"
+    raise HyperionInputError(
+        f"{owner}.fit: no within-class variation: {why}; PLDA needs >= 2 different sessions per speaker "
+        "for some speakers to estimate the within-class covariance"
+    )
 
 
 def shrink(cov: FloatArray, shrinkage: float) -> FloatArray:

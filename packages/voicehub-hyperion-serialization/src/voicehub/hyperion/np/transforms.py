@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 from scipy import linalg
 
-from voicehub.core.errors import ConfigError
+from voicehub.core.errors import ConfigError, UnknownConfigKeyError
 from voicehub.hyperion.errors import HyperionInputError, UnknownHyperionClassError
 from voicehub.hyperion.np import _registry
 from voicehub.hyperion.np._checks import (
@@ -23,6 +23,7 @@ from voicehub.hyperion.np._checks import (
     as_labels,
     as_matrix,
     check_bool,
+    check_fit_result,
     check_float,
     check_int,
     class_stats,
@@ -30,7 +31,7 @@ from voicehub.hyperion.np._checks import (
     require,
     single_threaded_blas,
 )
-from voicehub.hyperion.np.model import HyperNPModel
+from voicehub.hyperion.np.model import CONFIG_DATASET, HyperNPModel, resolve_class
 
 _EIG_FLOOR = 1e-10
 """Eigenvalues below this fraction of the largest are treated as zero (rank-deficient data)."""
@@ -47,6 +48,13 @@ def _covariance(x: FloatArray) -> tuple[FloatArray, FloatArray]:
     mu = x.mean(axis=0, dtype=np.float64)
     delta = np.asarray(x, dtype=np.float64) - mu
     return mu, delta.T @ delta / x.shape[0]
+
+
+def _refuse_constant(owner: str, cov: FloatArray) -> None:
+    if not float(np.trace(cov)) > 0.0:
+        raise HyperionInputError(
+            f"{owner}.fit: x has zero variance (every row is the same); a transform cannot be estimated from it"
+        )
 
 
 class NPTransform(HyperNPModel, register=False):
@@ -100,6 +108,27 @@ class CentWhiten(NPTransform):
         self.update_t = check_bool(owner, "update_t", update_t)
 
     legacy_keys: ClassVar[Mapping[str, str | None]] = {"update_T": "update_t"}
+    optional_params: ClassVar[tuple[str, ...]] = ()
+    """Parameters a saved file may lack (none: a CentWhiten/PCA/LDA is saved fitted)."""
+
+    def missing_params(self) -> list[str]:
+        """``mu`` and/or ``T`` while they are unset (save refuses an unfitted transform)."""
+        return [k for k in ("mu", "T") if k not in self.optional_params and getattr(self, k) is None]
+
+    def _fit_data(self, x: Any) -> FloatArray:
+        """Check ``x`` for fit: 2-D, finite, >= 2 rows, and the dimension of any kept parameter."""
+        owner = type(self).__name__
+        data = as_matrix(owner, x)
+        if data.shape[0] < 2:
+            raise HyperionInputError(f"{owner}.fit: needs at least 2 rows, got {data.shape[0]}")
+        kept = {"mu": None if self.update_mu else self.mu, "T": None if self.update_t else self.T}
+        for key, value in kept.items():
+            if value is not None and value.shape[0] != data.shape[1]:
+                raise HyperionInputError(
+                    f"{owner}.fit: x has dimension {data.shape[1]} but the kept {key} (update_{key.lower()}=False) "
+                    f"has {value.shape[0]}; fit on data of dimension {value.shape[0]}"
+                )
+        return data
 
     def get_config(self) -> dict[str, Any]:
         """Config: base keys plus ``update_mu`` and ``update_t``."""
@@ -119,20 +148,22 @@ class CentWhiten(NPTransform):
             ``self``.
 
         Raises:
-            HyperionInputError: for a bad array or fewer than 2 rows.
+            HyperionInputError: for a bad array, fewer than 2 rows, constant data, or a dimension
+                other than that of a kept parameter. The model is unchanged when fit raises.
         """
-        data = as_matrix(type(self).__name__, x)
-        if data.shape[0] < 2:
-            raise HyperionInputError(f"{type(self).__name__}.fit: needs at least 2 rows, got {data.shape[0]}")
+        owner = type(self).__name__
+        data = self._fit_data(x)
         mu, cov = _covariance(data)
-        if self.update_mu:
-            self.mu = mu
+        new_mu, new_t = (mu if self.update_mu else self.mu), self.T
         if self.update_t:
+            _refuse_constant(owner, cov)
             with single_threaded_blas():
                 d, v = linalg.eigh(cov)
             d, v = d[::-1], v[:, ::-1]
             keep = d > _EIG_FLOOR * max(float(d[0]), 0.0)
-            self.T = np.ascontiguousarray(_sign_fix(v[:, keep] / np.sqrt(d[keep])))
+            new_t = np.ascontiguousarray(_sign_fix(v[:, keep] / np.sqrt(d[keep])))
+        check_fit_result(owner, mu=new_mu, T=new_t)
+        self.mu, self.T = new_mu, new_t
         return self
 
     def _apply(self, data: FloatArray) -> FloatArray:
@@ -160,8 +191,8 @@ class CentWhiten(NPTransform):
 
     @classmethod
     def load_params(cls, f: h5py.File, config: dict[str, Any]) -> Self:
-        """Read ``mu`` and ``T`` (either may be absent in upstream files)."""
-        params = cls._load_params_to_dict(f, config["name"], ["mu", "T"], optional=["mu", "T"])
+        """Read ``mu`` and ``T`` (required, except for :class:`LNorm`, which works unfitted)."""
+        params = cls._load_params_to_dict(f, config["name"], ["mu", "T"], optional=cls.optional_params)
         return cls.from_config(config, **params)
 
 
@@ -169,18 +200,29 @@ class LNorm(CentWhiten):
     """Length normalization (Garcia-Romero & Espy-Wilson 2011), optionally after centering/whitening.
 
     ``y = sqrt(out_dim) * z / (||z|| + 1e-10)`` with ``z = (x - mu) @ T``; an unfitted LNorm (no
-    ``mu``/``T``) only normalizes the length, as upstream does.
+    ``mu``/``T``) only normalizes the length, as upstream does, and can be saved that way (either
+    parameter may be absent from its file).
     """
+
+    optional_params: ClassVar[tuple[str, ...]] = ("mu", "T")
 
     def predict(self, x: Any) -> FloatArray:
         """Return the length-normalized rows, shape (num_rows, out_dim), dtype of ``x``.
+
+        The norm is computed on rows scaled by their largest absolute value, so it does not
+        overflow for rows near the float maximum (the squares would).
 
         Raises:
             HyperionInputError: for a wrong shape or non-finite values.
         """
         z = self._apply(as_matrix(type(self).__name__, x, dim=self.in_dim))
-        norms = np.sqrt(np.einsum("ij,ij->i", z, z))[:, None] + 1e-10
-        out: FloatArray = (np.sqrt(z.shape[1]) * z / norms).astype(z.dtype, copy=False)
+        if not np.all(np.isfinite(z)):
+            raise HyperionInputError(f"{type(self).__name__}: the centred/whitened rows overflow (inputs too large)")
+        peak = np.max(np.abs(z), axis=1, keepdims=True) if z.shape[1] else np.ones((z.shape[0], 1), z.dtype)
+        peak = np.where(peak > 0, peak, 1).astype(z.dtype, copy=False)
+        scaled = z / peak  # z / (||z|| + eps) = scaled / (||scaled|| + eps / peak)
+        norms = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))[:, None] + 1e-10 / peak
+        out: FloatArray = ((scaled / norms) * np.sqrt(z.shape[1])).astype(z.dtype, copy=False)
         return out
 
 
@@ -230,17 +272,19 @@ class PCA(CentWhiten):
         """Estimate ``mu`` and ``T`` from ``x`` (num_rows, dim).
 
         Raises:
-            HyperionInputError: for a bad array, fewer than 2 rows, or ``pca_dim`` > dim.
+            HyperionInputError: for a bad array, fewer than 2 rows, constant data, ``pca_dim`` >
+                dim, or a dimension other than that of a kept parameter. The model is unchanged
+                when fit raises.
         """
         owner = type(self).__name__
-        data = as_matrix(owner, x)
-        if data.shape[0] < 2:
-            raise HyperionInputError(f"{owner}.fit: needs at least 2 rows, got {data.shape[0]}")
+        data = self._fit_data(x)
         mu, cov = _covariance(data)
-        if self.update_mu:
-            self.mu = mu
+        new_mu = mu if self.update_mu else self.mu
         if not self.update_t:
+            check_fit_result(owner, mu=new_mu)
+            self.mu = new_mu
             return self
+        _refuse_constant(owner, cov)
         with single_threaded_blas():
             d, v = linalg.eigh(cov)
         d, v = d[::-1], _sign_fix(np.ascontiguousarray(v[:, ::-1]))
@@ -257,7 +301,9 @@ class PCA(CentWhiten):
             positive = int(np.sum(d > _EIG_FLOOR * max(float(d[0]), 0.0)))
             dim = min(dim, positive)
             v = v[:, :dim] / np.sqrt(d[:dim])
-        self.T = np.ascontiguousarray(v[:, :dim])
+        new_t = np.ascontiguousarray(v[:, :dim])
+        check_fit_result(owner, mu=new_mu, T=new_t)
+        self.mu, self.T = new_mu, new_t
         return self
 
 
@@ -294,10 +340,12 @@ class LDA(CentWhiten):
         """Estimate ``mu`` and ``T`` from ``x`` (num_rows, dim) and class ``labels`` (num_rows,).
 
         Raises:
-            HyperionInputError: for bad arrays, fewer than 2 classes, or ``lda_dim`` > dim.
+            HyperionInputError: for bad arrays, fewer than 2 classes, no within-class variation,
+                ``lda_dim`` > dim, or a dimension other than that of a kept parameter. The model
+                is unchanged when fit raises.
         """
         owner = type(self).__name__
-        data = as_matrix(owner, x)
+        data = self._fit_data(x)
         ids, num_classes = as_labels(owner, labels, data.shape[0])
         if num_classes < 2:
             raise HyperionInputError(f"{owner}.fit: needs at least 2 classes, got {num_classes}")
@@ -307,21 +355,33 @@ class LDA(CentWhiten):
         delta = means - mu
         sb = (delta * counts[:, None]).T @ delta / data.shape[0]
         sw = total - sb
-        if self.update_mu:
-            self.mu = mu
+        new_mu = mu if self.update_mu else self.mu
         if not self.update_t:
+            check_fit_result(owner, mu=new_mu)
+            self.mu = new_mu
             return self
+        _refuse_constant(owner, total)
+        if not float(np.trace(sw)) > 1e-12 * float(np.trace(total)):
+            raise HyperionInputError(
+                f"{owner}.fit: no within-class variation (every class has one row, or its rows are identical); "
+                "LDA needs >= 2 different rows for some classes"
+            )
+        dim = self.lda_dim if self.lda_dim is not None else min(data.shape[1], num_classes - 1)
+        if dim > data.shape[1]:
+            raise HyperionInputError(f"{owner}: lda_dim={dim} exceeds the data dimension {data.shape[1]}")
         with single_threaded_blas():
             try:
-                _, v = linalg.eigh(sb, sw)
-            except linalg.LinAlgError:
-                ridge = 1e-2 * float(np.max(np.diag(sw)))
-                _, v = linalg.eigh(sb, sw + ridge * np.eye(sw.shape[0]))
+                try:
+                    _, v = linalg.eigh(sb, sw)
+                except linalg.LinAlgError:
+                    ridge = 1e-2 * float(np.max(np.diag(sw)))
+                    _, v = linalg.eigh(sb, sw + ridge * np.eye(sw.shape[0]))
+            except (linalg.LinAlgError, ValueError) as err:
+                raise HyperionInputError(f"{owner}.fit: the scatter matrices are degenerate ({err})") from err
         v = _sign_fix(np.ascontiguousarray(v[:, ::-1]))
-        dim = self.lda_dim if self.lda_dim is not None else min(v.shape[1], num_classes - 1)
-        if dim > v.shape[1]:
-            raise HyperionInputError(f"{owner}: lda_dim={dim} exceeds the data dimension {v.shape[1]}")
-        self.T = np.ascontiguousarray(v[:, :dim])
+        new_t = np.ascontiguousarray(v[:, :dim])
+        check_fit_result(owner, mu=new_mu, T=new_t)
+        self.mu, self.T = new_mu, new_t
         return self
 
 
@@ -364,6 +424,17 @@ class TransformList(NPTransform):
         candidate, index = base, 2
         while candidate in taken:
             candidate, index = f"{base}_{index}", index + 1
+        if candidate.split("/")[0] == CONFIG_DATASET:
+            raise ConfigError(
+                f"TransformList: child name {candidate!r} is reserved (the file's /{CONFIG_DATASET} dataset); "
+                "rename the child or give the list a name"
+            )
+        nested = [t for t in taken if t.startswith(candidate + "/") or candidate.startswith(t + "/")]
+        if nested:
+            raise ConfigError(
+                f"TransformList: child name {candidate!r} and {nested[0]!r} nest in one another, so their "
+                "parameter datasets can collide; give the children names that are not paths inside each other"
+            )
         if isinstance(child, TransformList):
             child._rename(candidate)
         else:
@@ -383,20 +454,35 @@ class TransformList(NPTransform):
                 child.name = child_name
 
     def get_config(self) -> dict[str, Any]:
-        """Config: base keys plus ``transforms``, the list of child configs (with schema versions)."""
-        children = [{**t.get_config(), "schema_version": t.schema_version} for t in self.transforms]
+        """Config: base keys plus ``transforms``, the child configs (with schema versions) in the
+        upstream layout ``{"0": cfg, "1": cfg, ...}``, so hyperion-ml can read the file too.
+        """
+        children = {
+            str(i): {**t.get_config(), "schema_version": t.schema_version} for i, t in enumerate(self.transforms)
+        }
         return {**super().get_config(), "transforms": children}
 
+    def missing_params(self) -> list[str]:
+        """The missing parameters of every child, as ``<child name>/<param>``."""
+        return [f"{t.name}/{m}" if t.name else m for t in self.transforms for m in t.missing_params()]
+
     @classmethod
-    def migrate_legacy_config(cls, config: dict[str, Any]) -> dict[str, Any]:
-        """Upstream stores children as ``{"0": cfg, "1": cfg, ...}``; turn that into a list."""
-        out = super().migrate_legacy_config(config)
+    def check_config(cls, config: Mapping[str, Any], *, saved_as: str | None = None) -> dict[str, Any]:
+        """As :meth:`HyperNPModel.check_config`; ``transforms`` may be the upstream ``{"0": cfg, ...}``
+        mapping (also written by VoiceHub) or a list (VoiceHub before the upstream layout); it
+        is returned as a list.
+        """
+        out = super().check_config(config, saved_as=saved_as)
         children = out.get("transforms")
         if isinstance(children, Mapping):
-            try:
-                out["transforms"] = [children[k] for k in sorted(children, key=int)]
-            except ValueError as err:
-                raise ConfigError(f"TransformList: child keys must be integers, got {sorted(children)}") from err
+            keys = sorted(children, key=lambda k: int(k) if str(k).isdigit() else -1)
+            if keys != [str(i) for i in range(len(keys))]:
+                raise ConfigError(
+                    f"TransformList: child keys must be '0', '1', ... without gaps, got {sorted(children)}",
+                    config_type=cls.__name__,
+                    key="transforms",
+                )
+            out["transforms"] = [children[k] for k in keys]
         return out
 
     def predict(self, x: Any) -> FloatArray:
@@ -413,11 +499,21 @@ class TransformList(NPTransform):
 
     @classmethod
     def load_params(cls, f: h5py.File, config: dict[str, Any]) -> Self:
-        """Load every child with its own class's ``load_params``."""
+        """Load every child with its own class's ``load_params``.
+
+        Raises:
+            UnknownConfigKeyError: naming the child (index, class and name) with the bad key.
+        """
         children: list[NPTransform] = []
-        for child_config in config.get("transforms", []):
-            child_cls = _child_class(child_config)
-            children.append(child_cls.load_params(f, child_cls.check_config(child_config)))
+        for index, child_config in enumerate(config.get("transforms", [])):
+            child_cls, saved_as = _child_class(child_config)
+            try:
+                checked = child_cls.check_config(child_config, saved_as=saved_as)
+            except UnknownConfigKeyError as err:
+                child_name = child_config.get("name")
+                owner = f"{child_cls.__name__} {child_name!r} (child {index} of TransformList {config['name']!r})"
+                raise UnknownConfigKeyError(owner, err.unknown, err.known) from err
+            children.append(child_cls.load_params(f, checked))
         return cls(children, name=config["name"], save_dtype=config.get("save_dtype"))
 
 
@@ -427,21 +523,24 @@ def _shallow(transform: NPTransform) -> NPTransform:
     return clone
 
 
-def _child_class(config: Any) -> type[NPTransform]:
+def _child_class(config: Any) -> tuple[type[NPTransform], str | None]:
+    """The class of a child config (the caller's ``extra_objs`` first) and the saved name it maps."""
     if not isinstance(config, Mapping) or not isinstance(config.get("class_name"), str):
         raise ConfigError(f"TransformList: each child config needs a 'class_name', got {config!r}")
     name = config["class_name"]
-    found = _registry.resolve(name)
+    found = resolve_class(name)
     if found is None:
         raise UnknownHyperionClassError(name, _registry.available())
     if not (isinstance(found, type) and issubclass(found, NPTransform)):
         raise ConfigError(f"TransformList: child class {name!r} is not a transform")
-    return found
+    return found, (name if found.__name__ != name else None)
 
 
 def _transform_from(item: NPTransform | Mapping[str, Any]) -> NPTransform:
     if isinstance(item, Mapping):
-        return _child_class(item).from_config(item)
+        child_cls, saved_as = _child_class(item)
+        checked = child_cls.check_config(item, saved_as=saved_as)
+        return child_cls.from_config(checked)
     return item
 
 
