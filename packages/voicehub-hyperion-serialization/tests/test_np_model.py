@@ -431,8 +431,9 @@ def test_saving_onto_a_symlink_writes_through_it(tmp_path: Path) -> None:
     ids=["empty", "directory", "parent-is-file", "unwritable-dir"],
 )
 def test_save_to_an_unwritable_path_raises_a_file_error_naming_it(
-    tmp_path: Path, make_target: Any, expected: str
+    tmp_path: Path, make_target: Any, expected: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # save("") used to leave a temporary file in the working directory
     (tmp_path / "file.txt").write_text("x")
     target = make_target(tmp_path)
     before = sorted(os.listdir(tmp_path))
@@ -595,3 +596,15 @@ def test_transform_list_child_errors_name_the_file_and_the_child(tmp_path: Path)
     with pytest.raises(UnknownConfigKeyError, match=r"LNorm 'TransformList/ln' \(child 1 of TransformList") as err:
         HyperNPModel.auto_load(path)
     assert str(path) in str(err.value) and err.value.unknown == ("mystery",)
+
+
+class MyLNorm(LNorm, register=False):
+    """A caller's subclass of a maintained transform, used inside a TransformList."""
+
+
+def test_extra_objs_also_applies_to_transform_list_children(tmp_path: Path) -> None:
+    path = _fitted_models()["TransformList"].save(tmp_path / "tl.h5")
+    loaded = HyperNPModel.auto_load(path, extra_objs={"LNorm": MyLNorm})
+    assert [type(t) for t in loaded.transforms] == [PCA, MyLNorm]  # type: ignore[attr-defined]
+    x = np.random.default_rng(2).standard_normal((5, 6))
+    np.testing.assert_array_equal(loaded.predict(x), _fitted_models()["TransformList"].predict(x))  # type: ignore[attr-defined]
