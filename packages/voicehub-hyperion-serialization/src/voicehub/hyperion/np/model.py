@@ -666,7 +666,8 @@ class HyperNPModel:
                 raise HyperionFileError(
                     f"{path}: dataset(s) {['/' + u for u in unused[:5]]} are not parameters of the "
                     f"{config['class_name']!r} model the config names; the file's class_name or name was edited "
-                    "or the file is corrupt: re-save it from the right model",
+                    "or the file is corrupt: re-save it from the right model (a plug-in class must read its "
+                    "parameters with _load_params_to_dict)",
                     path=path,
                 )
             return model
