@@ -140,6 +140,40 @@ def test_invalid_sample_rate_values_are_refused(bad_rate: object) -> None:
         load_audio(np.zeros(10, dtype=np.float32), sample_rate=bad_rate)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("rate", "hint"), [(16, "kHz instead of Hz"), (999, "kHz instead of Hz"), (10**7, "")])
+def test_implausible_sample_rates_are_refused_before_any_work(rate: int, hint: str) -> None:
+    with pytest.raises(SampleRateError, match=f"outside the audio range 1000..768000 Hz.*{hint}") as info:
+        load_audio(np.zeros(47840, dtype=np.float32), sample_rate=rate, target_sample_rate=16000)
+    assert info.value.actual == rate
+
+
+def test_float_samples_at_integer_scale_are_refused_with_the_fix(librivox_wav: Path) -> None:
+    raw = np.frombuffer(librivox_wav.read_bytes()[44:], dtype="<i2")
+    with pytest.raises(AudioError, match=r"float samples reach .*divide by 32768 or pass the int16 array"):
+        load_audio(raw.astype(np.float32), sample_rate=16000)
+    # slightly over full scale (clipped float audio) is still accepted
+    assert load_audio(np.array([1.5, -1.2], dtype=np.float32), sample_rate=16000).num_samples == 2
+
+
+def test_half_precision_tensors_are_widened() -> None:
+    import torch
+
+    samples = torch.linspace(-0.5, 0.5, 1600)
+    for dtype in (torch.bfloat16, torch.float16):
+        waveform = load_audio(samples.to(dtype), sample_rate=16000)
+        np.testing.assert_array_equal(waveform.samples, samples.to(dtype).float().numpy())
+    with pytest.raises(AudioError, match="meta tensor holds no samples"):
+        load_audio(torch.empty(10, device="meta"), sample_rate=16000)
+
+
+def test_misordered_tuples_and_number_lists_get_the_right_form_in_the_message() -> None:
+    samples = np.zeros(160, dtype=np.float32)
+    with pytest.raises(AudioError, match=r"the tuple form is \(array, sample_rate\), array first"):
+        load_audio((16000, samples))
+    with pytest.raises(AudioError, match=r"holds numbers; pass one waveform as np.asarray"):
+        load_audio_batch([0.0, 0.1, 0.2], sample_rate=16000)
+
+
 def test_truncated_file_is_refused_naming_the_file(librivox_wav: Path, tmp_path: Path) -> None:
     data = librivox_wav.read_bytes()
     truncated = tmp_path / "truncated.wav"
@@ -193,9 +227,29 @@ def test_save_audio_leaves_no_partial_file_on_error(tmp_path: Path) -> None:
     target = tmp_path / "out.wav"
     with pytest.raises(AudioError, match="non-finite"):
         save_audio(target, np.array([0.0, np.inf], dtype=np.float32), 16000)
-    with pytest.raises(AudioError, match="cannot write audio"):
+    with pytest.raises(AudioError, match=r"unknown audio file suffix '\.unknownformat'"):
         save_audio(tmp_path / "out.unknownformat", np.zeros(10, dtype=np.float32), 16000)
+    with pytest.raises(AudioError, match="cannot write audio"):
+        save_audio(tmp_path / "out.wav", np.zeros(10, dtype=np.float32), 16000, subtype="NOT_A_SUBTYPE")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_save_audio_replaces_atomically_and_keeps_the_file_mode(librivox_wav: Path, tmp_path: Path) -> None:
+    import os
+    import stat
+
+    target = tmp_path / "out.wav"
+    save_audio(target, np.zeros(160, dtype=np.float32), 16000)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
+    os.chmod(target, 0o640)
+    link = tmp_path / "link.wav"
+    link.symlink_to(target)
+    save_audio(link, load_audio(librivox_wav).samples, 16000)
+    assert link.is_symlink() and stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert load_audio(target).num_samples == 47840
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.wav", "out.wav"]
 
 
 def test_waveform_validates_its_fields() -> None:

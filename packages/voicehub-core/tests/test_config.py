@@ -155,6 +155,24 @@ def test_validate_hook_checks_ranges_and_replace_revalidates() -> None:
         config.replace(n_mels=80)
 
 
+def test_numpy_scalars_become_python_values() -> None:
+    import numpy as np
+
+    config = FrontEndConfig(num_mel_bins=np.int64(80), fmax_hz=np.float32(7600.0))  # type: ignore[arg-type]
+    assert type(config.num_mel_bins) is int and type(config.fmax_hz) is float
+    assert config.to_json() == FrontEndConfig(num_mel_bins=80, fmax_hz=7600.0).to_json()
+
+
+def test_save_pretrained_refuses_an_unwritable_place_cleanly(tmp_path: Path) -> None:
+    from voicehub.core import OutputPathError
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(OutputPathError, match=r"is not a directory|cannot create directory"):
+        FrontEndConfig().save_pretrained(blocker / "model")
+    assert [p.name for p in tmp_path.iterdir()] == ["a-file"]
+
+
 def test_enum_values_are_validated_on_load() -> None:
     with pytest.raises(ConfigError, match=r"expected one of \['hann', 'hamming'\]"):
         FrontEndConfig.from_dict({"window": "blackman"})

@@ -16,7 +16,7 @@ from voicehub.core.audio import (
     resample,
     save_audio,
 )
-from voicehub.core.config import CONFIG_FILE_NAME, Config, Migration, write_text_atomic
+from voicehub.core.config import CONFIG_FILE_NAME, Config, Migration
 from voicehub.core.device import normalize_device, normalize_dtype, resolve_device, resolve_dtype
 from voicehub.core.errors import (
     AudioDecodeError,
@@ -27,6 +27,7 @@ from voicehub.core.errors import (
     InferenceOptionError,
     LifecycleError,
     OptionalDependencyError,
+    OutputPathError,
     OutputValidationError,
     RegistryError,
     SampleRateError,
@@ -36,6 +37,7 @@ from voicehub.core.errors import (
     UnknownModelError,
     VoiceHubError,
 )
+from voicehub.core.files import atomic_write, check_output_path, write_bytes_atomic, write_text_atomic
 from voicehub.core.lazy import import_optional, parse_reference, resolve_reference
 from voicehub.core.outputs import (
     ASROutput,
@@ -69,6 +71,7 @@ __all__ = [
     "LifecycleError",
     "Migration",
     "OptionalDependencyError",
+    "OutputPathError",
     "OutputValidationError",
     "RegistryError",
     "RuntimeState",
@@ -85,7 +88,9 @@ __all__ = [
     "VerificationOutput",
     "VoiceHubError",
     "Waveform",
+    "atomic_write",
     "check_output",
+    "check_output_path",
     "check_outputs",
     "decode_audio_file",
     "import_optional",
@@ -101,5 +106,6 @@ __all__ = [
     "resolve_reference",
     "save_audio",
     "strict_json",
+    "write_bytes_atomic",
     "write_text_atomic",
 ]

@@ -29,11 +29,22 @@ import numpy as np
 import numpy.typing as npt
 
 from voicehub.core.errors import AudioDecodeError, AudioError, SampleRateError
+from voicehub.core.files import atomic_write
 
 FloatArray = npt.NDArray[np.float32]
 
 MAX_CHANNELS = 32
 """Largest channel count accepted for a 2-D array; more suggests a transposed array."""
+
+MIN_SAMPLE_RATE = 1000
+"""Lowest accepted sample rate in Hz; anything lower is almost surely a unit mistake (kHz)."""
+
+MAX_SAMPLE_RATE = 768_000
+"""Highest accepted sample rate in Hz (the highest rate of common audio interfaces)."""
+
+MAX_FLOAT_PEAK = 4.0
+"""Largest float sample magnitude accepted (12 dB over full scale); larger values are almost
+surely integer PCM values stored in a float array."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -92,7 +103,15 @@ def _check_sample_rate(sample_rate: object, source: str) -> int:
             actual=None,
             source=source,
         )
-    return int(sample_rate)
+    rate = int(sample_rate)
+    if not MIN_SAMPLE_RATE <= rate <= MAX_SAMPLE_RATE:
+        hint = "; did you give kHz instead of Hz?" if rate < MIN_SAMPLE_RATE else ""
+        raise SampleRateError(
+            f"{source}: sample_rate={rate} Hz is outside the audio range {MIN_SAMPLE_RATE}..{MAX_SAMPLE_RATE} Hz{hint}",
+            actual=rate,
+            source=source,
+        )
+    return rate
 
 
 def resample(samples: npt.NDArray[Any], orig_sample_rate: int, target_sample_rate: int) -> FloatArray:
@@ -147,11 +166,24 @@ def _as_numpy(value: Any, source: str) -> npt.NDArray[Any]:
     if isinstance(value, np.ndarray):
         return value
     if hasattr(value, "detach") and hasattr(value, "cpu") and hasattr(value, "numpy"):
-        return np.asarray(value.detach().cpu().numpy())
-    if isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) for v in value):
+        tensor = value.detach()
+        if getattr(tensor, "is_meta", False):
+            raise AudioError(f"{source}: a meta tensor holds no samples; pass a tensor with data", source=source)
+        tensor = tensor.cpu()
+        if str(tensor.dtype) in ("torch.bfloat16", "torch.float16"):
+            tensor = tensor.float()  # numpy has no bfloat16; half precision is widened alike
+        return np.asarray(tensor.numpy())
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], (int, np.integer)):
+        raise AudioError(
+            f"{source}: got a tuple ({type(value[0]).__name__}, {type(value[1]).__name__}); "
+            f"the tuple form is (array, sample_rate), array first",
+            source=source,
+        )
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (int, float)) for v in value):
         return np.asarray(value, dtype=np.float32)
     raise AudioError(
-        f"{source}: expected a file path, a Waveform, a numpy array or a tensor, got {type(value).__name__}",
+        f"{source}: expected a file path, a Waveform, an (array, sample_rate) tuple, a numpy array or a tensor, "
+        f"got {type(value).__name__}",
         source=source,
     )
 
@@ -165,6 +197,13 @@ def _validate_samples(samples: FloatArray, source: str) -> FloatArray:
         raise AudioError(
             f"{source}: audio holds {int((~finite).sum())} non-finite sample(s) (NaN or Inf), "
             f"the first at index {first}; clean the signal before passing it",
+            source=source,
+        )
+    peak = float(np.abs(samples).max())
+    if peak > MAX_FLOAT_PEAK:
+        raise AudioError(
+            f"{source}: float samples reach {peak:g}, but float audio is expected in [-1, 1]; "
+            f"if these are 16-bit PCM values stored as floats, divide by 32768 or pass the int16 array",
             source=source,
         )
     return samples
@@ -249,10 +288,10 @@ def decode_audio_file(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
             data = handle.read(dtype="float32", always_2d=True)
             sample_rate = int(handle.samplerate)
     except soundfile.LibsndfileError as err:
-        detail = str(err).split(":", 1)[-1].strip() or "unknown libsndfile error"
+        detail = str(err).split(":", 1)[-1].strip() or "unknown error"
         raise AudioDecodeError(
-            f"{name}: cannot decode as audio ({detail}); expected WAV, FLAC, OGG, MP3 or "
-            f"another format libsndfile reads",
+            f"{name}: cannot decode as audio (libsndfile: {detail}); expected WAV, FLAC, OGG, MP3 or "
+            f"another format libsndfile reads; headerless PCM must be read into an array first",
             source=name,
         ) from err
     except (RuntimeError, TypeError, ValueError) as err:
@@ -296,7 +335,7 @@ def load_audio(
         if sample_rate is not None and _check_sample_rate(sample_rate, source) != file_rate:
             raise SampleRateError(
                 f"{source}: sample_rate={sample_rate} Hz conflicts with the file's {file_rate} Hz; "
-                f"omit sample_rate for files, or pass target_sample_rate to resample",
+                f"omit sample_rate for files: a file's own rate is used (and resampled where a model needs it)",
                 expected=(file_rate,),
                 actual=sample_rate,
                 source=source,
@@ -365,6 +404,12 @@ def load_audio_batch(
     if isinstance(audio, list):
         if not audio:
             raise AudioError("empty batch: pass at least one audio input", source="batch")
+        if all(isinstance(item, (int, float, np.number)) for item in audio):
+            raise AudioError(
+                "a list is read as a batch of inputs, but this one holds numbers; pass one waveform "
+                "as np.asarray(samples) together with sample_rate=",
+                source="batch",
+            )
         out = []
         for index, item in enumerate(audio):
             try:
@@ -405,22 +450,27 @@ def save_audio(
     _validate_samples(data.reshape(-1), str(target))
     rate = _check_sample_rate(sample_rate, str(target))
     frames = data if data.ndim == 1 else data.T
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.partial{target.suffix}")
-    try:
-        soundfile.write(str(tmp), frames, rate, subtype=subtype)
-        os.replace(tmp, target)
-    except (soundfile.LibsndfileError, TypeError, ValueError) as err:
-        tmp.unlink(missing_ok=True)
-        raise AudioError(f"{target}: cannot write audio ({err})", source=str(target)) from err
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return target
+    audio_format = target.suffix.lstrip(".").upper()
+    if audio_format not in soundfile.available_formats():
+        raise AudioError(
+            f"{target}: unknown audio file suffix {target.suffix!r}; use one of .wav, .flac, .ogg, .mp3",
+            source=str(target),
+        )
+
+    def write(tmp: Path) -> None:
+        try:
+            soundfile.write(str(tmp), frames, rate, subtype=subtype, format=audio_format)
+        except (soundfile.LibsndfileError, TypeError, ValueError) as err:
+            raise AudioError(f"{target}: cannot write audio ({err})", source=str(target)) from err
+
+    return atomic_write(target, write, create_parents=True)
 
 
 __all__ = [
     "MAX_CHANNELS",
+    "MAX_FLOAT_PEAK",
+    "MAX_SAMPLE_RATE",
+    "MIN_SAMPLE_RATE",
     "AudioLike",
     "FloatArray",
     "Waveform",

@@ -23,15 +23,17 @@ from __future__ import annotations
 import dataclasses
 import enum
 import os
-import tempfile
 import types
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, TypeVar, get_args, get_origin
 
+import numpy as np
+
 from voicehub.core import strict_json
 from voicehub.core.errors import ConfigError, UnknownConfigKeyError
+from voicehub.core.files import write_text_atomic
 
 CONFIG_FILE_NAME = "config.json"
 """File name that ``save_pretrained``/``from_pretrained`` use inside a directory."""
@@ -66,6 +68,10 @@ class Config:
     migrations: ClassVar[Mapping[int, Migration]] = {}
 
     def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if isinstance(value, np.generic):  # np.float32(0.5) from a sweep is a plain 0.5
+                object.__setattr__(self, field.name, value.item())
         self.validate()
 
     # ------------------------------------------------------------------ validation
@@ -199,12 +205,11 @@ class Config:
 
         Returns:
             The path of the written file.
+
+        Raises:
+            OutputPathError: if the directory cannot be created or written.
         """
-        target = Path(directory)
-        target.mkdir(parents=True, exist_ok=True)
-        path = target / CONFIG_FILE_NAME
-        write_text_atomic(path, self.to_json() + "\n")
-        return path
+        return write_text_atomic(Path(directory) / CONFIG_FILE_NAME, self.to_json() + "\n", create_parents=True)
 
     @classmethod
     def from_pretrained(cls, path: str | os.PathLike[str]) -> Self:
@@ -226,22 +231,6 @@ class Config:
             raise ConfigError(f"{file}: {err}", config_type=err.config_type, key=err.key) from err
         except ValueError as err:
             raise ConfigError(f"{file}: {err}", config_type=cls.config_type) from err
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and an atomic rename.
-
-    A crash or error leaves either the old file or the new one, never a partial file.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # ---------------------------------------------------------------------- helpers

@@ -158,6 +158,21 @@ class CheckpointError(VoiceHubError, ValueError):
         self.path = str(path) if path is not None else None
 
 
+class OutputPathError(VoiceHubError, OSError):
+    """A destination file cannot be written (missing or unwritable directory, a directory...).
+
+    Attributes:
+        path: the destination at fault.
+    """
+
+    def __init__(self, message: str, *, path: str | Path):
+        super().__init__(message)
+        self.path = str(path)
+
+    def __str__(self) -> str:  # OSError would otherwise format errno/strerror
+        return str(self.args[0])
+
+
 class InferenceOptionError(VoiceHubError, ValueError):
     """An inference option (threshold, duration, language...) has an invalid value."""
 
@@ -171,6 +186,7 @@ __all__ = [
     "InferenceOptionError",
     "LifecycleError",
     "OptionalDependencyError",
+    "OutputPathError",
     "OutputValidationError",
     "RegistryError",
     "SampleRateError",

@@ -1,0 +1,84 @@
+"""Atomic writes: complete file or old file, normal modes, clear errors before work."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from voicehub.core import OutputPathError, atomic_write, check_output_path, write_text_atomic
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+def test_new_files_get_the_mode_open_would_give(tmp_path: Path) -> None:
+    path = write_text_atomic(tmp_path / "out.txt", "hello\n")
+    assert path.read_text() == "hello\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~_umask()
+
+
+def test_replacing_keeps_the_existing_mode_and_writes_through_symlinks(tmp_path: Path) -> None:
+    target = tmp_path / "real.txt"
+    target.write_text("old")
+    os.chmod(target, 0o600)
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    assert write_text_atomic(link, "new") == target
+    assert link.is_symlink() and target.read_text() == "new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_a_failing_writer_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "keep.txt"
+    target.write_text("old")
+
+    def broken(tmp: Path) -> None:
+        tmp.write_text("half")
+        raise RuntimeError("encoder failed")
+
+    with pytest.raises(RuntimeError, match="encoder failed"):
+        atomic_write(target, broken)
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda root: root / "missing" / "out.rttm", "does not exist; create it first"),
+        (lambda root: root, "is a directory; pass a file path inside it"),
+        (lambda root: "", "output path is empty"),
+    ],
+)
+def test_bad_destinations_are_refused_before_any_work(tmp_path: Path, make: object, message: str) -> None:
+    destination = make(tmp_path)  # type: ignore[operator]
+    with pytest.raises(OutputPathError, match=message):
+        check_output_path(destination)
+    with pytest.raises(OutputPathError, match=message):
+        write_text_atomic(destination, "x", create_parents=False)
+    assert isinstance(OutputPathError("x", path="y"), OSError)
+
+
+def test_a_directory_that_refuses_new_files_gives_a_clear_error() -> None:
+    # /proc passes access() for root but refuses to create files: the error comes from the write
+    with pytest.raises(
+        OutputPathError, match=r"voicehub-test\.rttm: (cannot write|the directory /proc is not writable)"
+    ):
+        write_text_atomic("/proc/voicehub-test.rttm", "x")
+
+
+def test_parents_are_created_unless_refused(tmp_path: Path) -> None:
+    path = write_text_atomic(tmp_path / "a" / "b" / "out.txt", "x")
+    assert path.read_text() == "x"
+    with pytest.raises(OutputPathError, match="does not exist; create it first"):
+        write_text_atomic(tmp_path / "c" / "out.txt", "x", create_parents=False)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(OutputPathError, match="is not a directory"):
+        write_text_atomic(blocker / "out.txt", "x")
