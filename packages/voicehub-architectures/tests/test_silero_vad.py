@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from voicehub.architectures.errors import CheckpointMismatchError
@@ -30,6 +31,7 @@ from voicehub.architectures.silero_vad import (
     load_silero_vad,
     read_tensors,
 )
+from voicehub.architectures.silero_vad.model import BLOCK_NUM_CHUNKS
 from voicehub.core import load_audio
 from voicehub.core.errors import AudioError, CheckpointError, ConfigError, SampleRateError
 
@@ -122,6 +124,26 @@ def test_silero_vad_batch_of_different_lengths_equals_one_by_one() -> None:
             count = SileroVAD.num_chunks(lengths[index], 16000)
             assert alone.shape == (count,)
             torch.testing.assert_close(together[index, :count], alone, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("sample_rate", [16000, 8000])
+def test_silero_vad_long_input_in_bounded_blocks_equals_one_block(sample_rate: int) -> None:
+    model = load_silero_vad(CHECKPOINTS["v6"])
+    speech = _speech(sample_rate)[: sample_rate * 20 + 77]  # 20 s and a partial last chunk
+    batch = torch.stack([speech, speech.flip(0)])
+    count = SileroVAD.num_chunks(speech.shape[0], sample_rate)
+    chunk = 512 * sample_rate // 16000
+    with torch.inference_mode():
+        whole = model(batch, sample_rate, block_num_chunks=count)
+        for block in (1, 37, 256, count - 1):
+            blocked = model(batch, sample_rate, block_num_chunks=block)
+            assert blocked.shape == (2, count)
+            torch.testing.assert_close(blocked, whole, atol=1e-6, rtol=0)
+        streamed, _ = model.step_chunks(F.pad(speech, (0, count * chunk - speech.shape[0])), sample_rate)
+    torch.testing.assert_close(model(speech, sample_rate, block_num_chunks=100), streamed, atol=1e-6, rtol=0)
+    assert count > 100 and BLOCK_NUM_CHUNKS == 2048  # docs/vad.md states the default block (65.5 s at 16 kHz)
+    with pytest.raises(AudioError, match="block_num_chunks: expected a positive int, got 0"):
+        model(speech, sample_rate, block_num_chunks=0)
 
 
 def test_silero_vad_step_carries_state_across_a_batch_of_streams() -> None:

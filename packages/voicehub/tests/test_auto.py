@@ -190,3 +190,28 @@ def test_malformed_device_or_dtype_fails_before_the_wrapper_is_imported(monkeypa
     with pytest.raises(DeviceError, match="unsupported dtype 'int3'"):
         AutoModel.from_pretrained(model_type="test_shadow_asr", dtype="int3")
     assert ASR_MODULE not in sys.modules
+
+
+def test_task_factory_lists_only_its_own_task_for_an_unknown_model_type() -> None:
+    from voicehub import AutoModelForSpeakerVerification, AutoModelForVoiceActivityDetection
+
+    with pytest.raises(UnknownModelError) as info:
+        AutoModelForVoiceActivityDetection.from_pretrained(model_type="nope")
+    assert str(info.value) == "unknown vad model 'nope'; available: vad_silero, vad_webrtc"
+    with pytest.raises(UnknownModelError, match=r"unknown sv model 'nope'; available: sv_ge2e, sv_xvector$"):
+        AutoModelForSpeakerVerification.from_pretrained(model_type="nope")
+    with pytest.raises(TaskMismatchError, match="use AutoModelForSpeakerVerification"):
+        AutoModelForVoiceActivityDetection.from_pretrained(model_type="sv_ge2e")
+
+
+def test_a_task_without_models_says_so_and_lists_the_tasks_that_have_some() -> None:
+    from voicehub import pipeline
+    from voicehub.errors import NoModelForTaskError
+
+    assert not voicehub.list_model_specs("asr")
+    with pytest.raises(NoModelForTaskError) as info:
+        pipeline("asr")
+    assert str(info.value).startswith(
+        "no automatic-speech-recognition model is registered yet; tasks with models: sv, vad"
+    )
+    assert isinstance(info.value, UnknownModelError) and info.value.tasks_with_models == ("sv", "vad")

@@ -237,10 +237,16 @@ def test_save_pretrained_failure_writes_nothing(tmp_path: Path, mean_square_kern
     model = _model(mean_square_kernel)
     model.load()
     model._runtime = object()  # a runtime without state_dict(): the weights step fails
-    target = tmp_path / "out"
+    target = tmp_path / "new" / "out"
     with pytest.raises(CheckpointError, match="override _save_weights"):
         model.save_pretrained(target)
-    assert list(target.iterdir()) == []
+    assert list(tmp_path.iterdir()) == [tmp_path / "mean_square.pt"]  # no target, no created parent, no staging
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    (existing / "keep.txt").write_text("mine")
+    with pytest.raises(CheckpointError, match="override _save_weights"):
+        model.save_pretrained(existing)
+    assert [p.name for p in existing.iterdir()] == ["keep.txt"]
 
 
 def test_wrong_config_class_and_bad_device_are_refused_at_construction(mean_square_kernel: Path) -> None:

@@ -141,3 +141,51 @@ print(json.dumps({"message": message, "loaded": loaded, "torch": "torch" in sys.
     assert answer["torch"] is False
     with pytest.raises(TaskMismatchError):
         AutoModelForSpeechRecognition.from_pretrained(model_type="vad_silero")
+
+
+# ------------------------------------------------------------------ save_pretrained destinations and modes
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_save_pretrained_writes_ordinary_modes_and_reloads_the_same_segments(silero: Any, tmp_path: Path) -> None:
+    reference = silero.detect(SPEECH_WAV)
+    previous = os.umask(0o027)
+    try:
+        saved = silero.save_pretrained(tmp_path / "new" / "silero")
+    finally:
+        os.umask(previous)
+    assert sorted(p.name for p in saved.iterdir()) == ["config.json", "inference_options.json", "model.safetensors"]
+    assert {p.name: p.stat().st_mode & 0o777 for p in saved.iterdir()} == dict.fromkeys(
+        ["config.json", "inference_options.json", "model.safetensors"], 0o640
+    )
+    assert saved.stat().st_mode & 0o777 == 0o750
+    assert (tmp_path / "new").stat().st_mode & 0o777 == 0o750
+    assert [p.name for p in (tmp_path / "new").iterdir()] == ["silero"]  # no staging directory left
+    reloaded = AutoModel.from_pretrained(saved, device="cpu")
+    assert _bounds(reloaded.detect(SPEECH_WAV)) == _bounds(reference) == [(5152, 110560)]
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("{speech}", "exists and is not a directory"),
+        ("{speech}/sub", "is not a directory, so nothing can be created under it"),
+        ("/proc/voicehub-saved", "cannot create files in /proc"),
+    ],
+)
+def test_save_pretrained_refuses_a_bad_destination_with_a_voicehub_error_and_creates_nothing(
+    silero: Any, tmp_path: Path, where: str, message: str
+) -> None:
+    from voicehub.core.errors import OutputPathError, VoiceHubError
+
+    speech = tmp_path / "speech.wav"
+    speech.write_bytes(SPEECH_WAV.read_bytes())
+    with pytest.raises(OutputPathError, match=message) as caught:
+        silero.save_pretrained(where.format(speech=speech))
+    assert isinstance(caught.value, VoiceHubError) and isinstance(caught.value, OSError)
+    assert [p.name for p in tmp_path.iterdir()] == ["speech.wav"]
+    assert speech.read_bytes() == SPEECH_WAV.read_bytes()
+    assert not silero.is_loaded  # checked before the weights were loaded

@@ -67,3 +67,31 @@ def test_verify_with_a_plda_backend_directory_scores_llrs(tmp_path: Path) -> Non
     expected = float(backend.score(a.embedding, b.embedding)[0, 0])
     assert record["scoring"] == "plda+calibration" and record["threshold"] == 0.0
     assert abs(record["score"] - expected) < 1e-9 and record["is_same_speaker"] is (expected >= 0.0)
+
+
+def test_embed_refuses_an_unwritable_output_before_computing_anything(tmp_path: Path) -> None:
+    runner = CliRunner()
+    for destination, message in (
+        ("/proc/emb.npy", "--output file /proc/emb.npy: cannot create files in /proc"),
+        (f"{LIBRIVOX[1]}/emb.npy", "is not a directory, so nothing can be created under it"),
+    ):
+        result = runner.invoke(main, ["embed", "--output", destination, str(LIBRIVOX[1])])
+        assert result.exit_code == 1 and message in result.output, result.output
+        assert "embedding" not in result.output and "Traceback" not in result.output
+    out = tmp_path / "new" / "emb.npy"
+    result = runner.invoke(main, ["embed", "--output", str(out), str(LIBRIVOX[1])])
+    assert result.exit_code == 0, result.output
+    assert np.load(out).shape == (1, 256) and [p.name for p in out.parent.iterdir()] == ["emb.npy"]
+
+
+def test_models_lists_sv_xvector_without_weights_and_embed_explains_how_to_get_them() -> None:
+    runner = CliRunner()
+    listing = runner.invoke(main, ["models", "--task", "sv"])
+    assert listing.exit_code == 0, listing.output
+    rows = [line.split() for line in listing.output.splitlines()]
+    assert ["sv_xvector", "sv", "none", "xvector,", "ecapa"] in rows
+    result = runner.invoke(main, ["embed", "--model", "sv_xvector", str(LIBRIVOX[1])])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: sv_xvector has no pretrained weights")
+    assert "--source PATH" in result.output and "load_for_training()" in result.output
+    assert result.output.count("Error:") == 1  # once, before any file

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from voicehub.cli import main
+from voicehub.cli_vad import rttm_file_ids
 
 ROOT = Path(__file__).resolve().parents[3]
 LIBRIVOX = sorted((ROOT / "tests" / "data" / "librivox").glob("*.wav"))
@@ -60,7 +63,8 @@ def test_vad_command_reports_bad_files_and_options_and_writes_no_rttm(tmp_path: 
     result = CliRunner().invoke(main, ["vad", str(CLIP_0880), "--threshold", "2"])
     assert result.exit_code == 1 and "threshold: expected a probability in [0, 1], got 2.0" in result.output
     result = CliRunner().invoke(main, ["vad", str(CLIP_0880), "--model", "asr_nothing"])
-    assert result.exit_code == 1 and "unknown model" in result.output
+    assert result.exit_code == 1
+    assert result.output == "Error: unknown vad model 'asr_nothing'; available: vad_silero, vad_webrtc\n"
 
 
 @pytest.mark.slow
@@ -75,3 +79,93 @@ def test_vad_command_runs_as_a_program_offline() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "1 speech segment" in result.stdout
+
+
+# ------------------------------------------------------------------ output destinations and inputs
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("/proc/x.rttm", "--rttm file /proc/x.rttm: cannot create files in /proc"),
+        ("{clip}/x.rttm", "0880.wav is not a directory, so nothing can be created under it"),
+        ("{tmp}", "is a directory"),
+    ],
+)
+def test_vad_command_refuses_an_unwritable_rttm_destination_before_decoding(
+    tmp_path: Path, where: str, message: str
+) -> None:
+    rttm = where.format(clip=CLIP_0880, tmp=tmp_path)
+    result = CliRunner().invoke(main, ["vad", str(CLIP_0880), "--rttm", rttm])
+    assert result.exit_code in (1, 2)  # 2: click's own check of a directory
+    assert message in result.output
+    assert "speech segment" not in result.output and "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_vad_command_creates_missing_rttm_parents_with_ordinary_modes(tmp_path: Path) -> None:
+    rttm = tmp_path / "a" / "b" / "vad.rttm"
+    result = CliRunner().invoke(main, ["vad", str(CLIP_0880), "--rttm", str(rttm)])
+    assert result.exit_code == 0, result.output
+    assert (
+        rttm.read_text()
+        == "SPEAKER sense_and_sensibility_01_austen_64kb-0880 1 0.226 2.652 <NA> <NA> speech <NA> <NA>\n"
+    )
+    assert rttm.stat().st_mode & 0o777 == 0o666 & ~_umask()
+    assert [p.name for p in rttm.parent.iterdir()] == ["vad.rttm"]  # no temporary left
+
+
+def test_vad_command_refuses_json_and_rttm_on_the_same_stdout() -> None:
+    result = CliRunner().invoke(main, ["vad", str(CLIP_0880), "--json", "--rttm", "-"])
+    assert result.exit_code == 2
+    assert "--json and --rttm - would both print to standard output" in result.output
+    assert "SPEAKER" not in result.output and "segments" not in result.output
+
+
+def test_vad_command_gives_same_named_files_distinct_rttm_ids(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(CLIP_0880, tmp_path / folder / "clip.wav")
+    result = CliRunner().invoke(
+        main,
+        ["vad", str(tmp_path / "a" / "clip.wav"), str(tmp_path / "b" / "clip.wav"), "--rttm", "-", "--no-progress"],
+    )
+    assert result.exit_code == 0, result.output
+    assert [line.split()[1] for line in result.output.splitlines()] == ["a/clip", "b/clip"]
+    assert rttm_file_ids([Path("x/talk.wav"), Path("x/talk.flac")]) == ["talk.wav", "talk.flac"]
+    assert rttm_file_ids([Path("x/my talk.wav"), Path("y/other.wav")]) == ["my_talk", "other"]
+
+
+def test_vad_command_applies_the_default_model_to_a_source_weight_file() -> None:
+    v5 = ROOT / "tests" / "data" / "silero" / "v5" / "silero_vad.jit"
+    result = CliRunner().invoke(main, ["vad", str(CLIP_0880), "--source", str(v5), "--json"])
+    assert result.exit_code == 0, result.output
+    (record,) = json.loads(result.output)
+    assert record["metadata"]["model_type"] == "vad_silero" and record["metadata"]["model_version"] == "v5"
+    assert len(record["segments"]) == 1 and record["segments"][0]["start_sample"] == 3616
+
+
+def test_vad_command_says_a_missing_source_is_not_found() -> None:
+    result = CliRunner().invoke(main, ["vad", str(CLIP_0880), "--source", "/nonexistent"])
+    assert result.exit_code == 1
+    assert "/nonexistent' not found" in result.output and "speech segment" not in result.output
+
+
+def test_vad_command_reads_headerless_pcm_only_with_a_sample_rate() -> None:
+    raw = ROOT / "tests" / "data" / "goforward.raw"  # s16le 16 kHz mono, "go forward ten meters"
+    result = CliRunner().invoke(main, ["vad", str(raw)])
+    assert result.exit_code == 2
+    assert (
+        "headerless raw PCM" in result.output
+        and "--sample-rate" in result.output
+        and "ffmpeg -f s16le" in result.output
+    )
+    result = CliRunner().invoke(main, ["vad", str(raw), "--sample-rate", "16000"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"{raw}: 1 speech segment in 2.79 s (1.82 s of speech)"
+    assert lines[1].split()[:3] == ["0.482", "-", "2.302"]

@@ -80,3 +80,42 @@ def test_vad_silero_runs_in_bfloat16_when_asked(reference: VADOutput) -> None:
     assert next(model.runtime.parameters()).dtype == torch.bfloat16
     difference, shift = _compare(output, reference)
     assert difference < 0.08 and shift <= CHUNK_S + 1e-9
+
+
+def test_vad_silero_threads_pass_wraps_the_streaming_path_and_keeps_its_events() -> None:
+    model = SileroVADModel.from_pretrained(device="cpu")
+
+    def stream_events() -> list[tuple[str, int]]:
+        session = model.stream(16000)
+        events = []
+        for start in range(0, SPEECH.shape[0], 4000):
+            events += session.push(SPEECH[start : start + 4000])
+        return [(e.kind, e.sample) for e in [*events, *session.flush()]]
+
+    reference = stream_events()
+    assert len(reference) >= 16
+    runtime = model.load().runtime
+    assert runtime.optimization_execution_methods() == ("forward", "step", "step_chunks")
+    result = model.apply_optimization_plan("threads", mode="inference")
+    try:
+        entry = result.manifest()["passes"][0]["metadata"]
+        assert entry["outcome"] == "configured"
+        assert entry["wrapped_methods"] == ["forward", "step", "step_chunks"]
+        calls: list[int] = []
+        wrapped = runtime.step_chunks
+        assert "step_chunks" in vars(runtime)  # an instance attribute over the method
+
+        def counting(*args: object, **kwargs: object) -> object:
+            calls.append(torch.get_num_threads())
+            return wrapped(*args, **kwargs)
+
+        runtime.step_chunks = counting
+        try:
+            assert stream_events() == reference
+        finally:
+            runtime.step_chunks = wrapped
+        assert len(calls) > 100
+    finally:
+        model.restore_optimization_plan("inference")
+    assert "step_chunks" not in vars(runtime) and "step" not in vars(runtime)
+    assert stream_events() == reference

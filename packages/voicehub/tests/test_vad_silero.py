@@ -275,3 +275,35 @@ def test_vad_silero_registration_imports_no_torch() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split("\n")[:2] == ["vad_silero True silero-vad False", "vad_silero"]
+
+
+@pytest.mark.parametrize("sample_rate", [48000, 44100, 16000, 8000])
+@pytest.mark.parametrize("num_samples", [1, 7, 255])
+def test_vad_silero_input_shorter_than_one_chunk_gives_a_valid_empty_output_at_any_rate(
+    model: SileroVADModel, sample_rate: int, num_samples: int
+) -> None:
+    speech = load_audio(LIBRIVOX[1], target_sample_rate=sample_rate).samples
+    loud = speech[sample_rate : sample_rate + num_samples]  # real speech from inside the segment
+    output = model.detect(loud, sample_rate=sample_rate, return_probabilities=True, min_speech_duration_ms=0)
+    assert output.segments == ()
+    assert output.probabilities is not None and output.probabilities.shape == (0,)
+    assert output.metadata["input_sample_rate"] == sample_rate
+    session = model.stream(sample_rate, min_speech_duration_ms=0)
+    assert session.push(loud) + session.flush() == []
+    assert session.output().segments == ()
+    batch = model.detect([(loud, sample_rate), (speech, sample_rate)])  # a short item next to a long one
+    assert batch[0].segments == () and len(batch[1].segments) == 1
+
+
+def test_vad_silero_messages_name_the_method_and_what_push_takes(model: SileroVADModel) -> None:
+    with pytest.raises(
+        UnknownInferenceOptionError, match=r"SileroVADModel\.stream\(\) got unknown option\(s\) \['threshhold'\]"
+    ):
+        model.stream(16000, threshhold=0.3)
+    session = model.stream(16000)
+    with pytest.raises(AudioError, match=r"push\(\) takes samples .* not a str such as a file path.*detect\(path\)"):
+        session.push(str(LIBRIVOX[1]))
+    with pytest.raises(AudioError, match="not a PosixPath"):
+        session.push(LIBRIVOX[1])
+    events = session.push(load_audio(LIBRIVOX[1]).samples) + session.flush()  # the session still works
+    assert [e.kind for e in events] == ["start", "end"]

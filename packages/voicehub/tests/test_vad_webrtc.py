@@ -98,3 +98,33 @@ def test_vad_webrtc_rejects_bad_settings_and_input(model: WebRTCVADModel, tmp_pa
     junk.write_bytes(b"fLaC" + bytes(100))
     with pytest.raises(AudioDecodeError, match=r"junk\.flac"):
         model.detect(junk)
+
+
+def test_vad_webrtc_saves_config_and_options_only_and_reloads_with_the_same_segments(tmp_path: Path) -> None:
+    from voicehub import AutoModel
+
+    model = WebRTCVADModel(VADWebRTCConfig(aggressiveness=3, frame_duration_ms=20), device="cpu")
+    model.default_options = model.resolve_options(speech_pad_ms=0.0)
+    reference = model.detect(LIBRIVOX[1])
+    saved = model.save_pretrained(tmp_path / "webrtc")
+    assert sorted(p.name for p in saved.iterdir()) == ["config.json", "inference_options.json"]
+    reloaded = AutoModel.from_pretrained(saved)
+    assert isinstance(reloaded, WebRTCVADModel)
+    assert (reloaded.config.aggressiveness, reloaded.config.frame_duration_ms) == (3, 20)
+    assert reloaded.default_options.speech_pad_ms == 0.0
+    again = reloaded.detect(LIBRIVOX[1])
+    assert [(s.start_sample, s.end_sample) for s in again.segments] == [
+        (s.start_sample, s.end_sample) for s in reference.segments
+    ]
+    assert [(s.start_sample, s.end_sample) for s in again.segments] == [(4480, 16320), (18560, 47840)]
+
+
+@pytest.mark.parametrize(("sample_rate", "num_samples"), [(48000, 1), (44100, 100), (16000, 159), (8000, 1)])
+def test_vad_webrtc_input_shorter_than_one_frame_gives_a_valid_empty_output(
+    model: WebRTCVADModel, sample_rate: int, num_samples: int
+) -> None:
+    speech = load_audio(LIBRIVOX[1], target_sample_rate=sample_rate).samples[sample_rate : sample_rate + num_samples]
+    output = model.detect(speech, sample_rate=sample_rate, return_probabilities=True, min_speech_duration_ms=0)
+    assert output.segments == () and output.probabilities is not None and output.probabilities.shape == (0,)
+    session = model.stream(sample_rate, min_speech_duration_ms=0)
+    assert session.push(speech) + session.flush() == []

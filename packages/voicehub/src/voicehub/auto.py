@@ -21,8 +21,15 @@ from typing import Any, ClassVar
 from voicehub.core import strict_json
 from voicehub.core.config import CONFIG_FILE_NAME
 from voicehub.core.device import normalize_device, normalize_dtype
-from voicehub.core.errors import ConfigError, RegistryError, TaskMismatchError, UnknownConfigKeyError
+from voicehub.core.errors import (
+    ConfigError,
+    RegistryError,
+    TaskMismatchError,
+    UnknownConfigKeyError,
+    UnknownModelError,
+)
 from voicehub.core.tasks import SpeechTask
+from voicehub.errors import NoModelForTaskError
 from voicehub.modeling import PreTrainedSpeechModel
 from voicehub.models import install_builtin_catalogs
 from voicehub.registry import MODEL_CATALOG, ModelConfig, ModelRegistry, ModelSpec
@@ -204,6 +211,17 @@ class _BaseAutoModel:
             )
 
     @classmethod
+    def _get_spec(cls, catalog: ModelRegistry, model_type: str) -> ModelSpec:
+        """``catalog.get(model_type)``; an unknown name lists only this factory's task's models."""
+        try:
+            return catalog.get(model_type)
+        except UnknownModelError as err:
+            if cls.task is None:
+                raise
+            valid = [s.model_type for s in catalog.list(cls.task)]
+            raise UnknownModelError(model_type, valid, kind=f"{cls.task.short_name} model") from err
+
+    @classmethod
     def available_models(cls) -> tuple[ModelSpec, ...]:
         """The registered specs this factory can load (imports nothing)."""
         return list_model_specs(cls.task)
@@ -327,7 +345,7 @@ class _BaseAutoModel:
                     f"model_type={model_type!r} disagrees with config.model_type {config.model_type!r}; pass one"
                 )
         elif model_type is not None:
-            spec = catalog.get(model_type)
+            spec = cls._get_spec(catalog, model_type)
         else:
             config_file = _local_config_file(source)
             if config_file is not None:
@@ -337,6 +355,9 @@ class _BaseAutoModel:
                     raise ConfigError(f"{where} has no 'model_type'; pass model_type= (one of {list(catalog.names())})")
                 spec = catalog.get(declared)
             elif source is None and cls.task is not None:
+                if not catalog.list(cls.task):
+                    have = sorted({s.task.short_name for s in catalog.list()})
+                    raise NoModelForTaskError(cls.task.value, have)
                 spec = catalog.get_default(cls.task)
             else:
                 what = (

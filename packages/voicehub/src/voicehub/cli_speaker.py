@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from voicehub._cli_audio import SAMPLE_RATE_HELP, audio_input, check_raw_inputs, cli_model_type
+from voicehub._output_paths import check_output_file, write_file_atomic
 from voicehub.core import strict_json
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.outputs import SpeakerOutput, VerificationOutput
@@ -14,13 +16,18 @@ from voicehub.core.outputs import SpeakerOutput, VerificationOutput
 _MODEL_HELP = (
     "A registered speaker-verification model type or alias (default: sv_ge2e); see `voicehub models --task sv`."
 )
-_SOURCE_HELP = "Checkpoint source (file, directory, hf:owner/name); default: the model's own."
+_SOURCE_HELP = (
+    "Checkpoint source (file, directory, hf:owner/name); default: the model's own. A weight file is read as "
+    "--model (default sv_ge2e)."
+)
 
 
 def _load(model_type: str | None, source: str | None, backend: Path | None) -> Any:
     from voicehub.auto import AutoModelForSpeakerVerification
 
+    model_type = cli_model_type(AutoModelForSpeakerVerification, model_type, source)
     model = AutoModelForSpeakerVerification.from_pretrained(source, model_type=model_type)
+    model.load()  # a missing checkpoint (or a model without pretrained weights) is reported once, up front
     if backend is not None:
         set_backend = getattr(model, "set_backend", None)
         if not callable(set_backend):
@@ -50,16 +57,28 @@ def _embedding_record(output: SpeakerOutput) -> dict[str, Any]:
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write the embeddings as a float32 NumPy array (num_files, embedding_dim) to this .npy file.",
+    help=(
+        "Also write the embeddings as a float32 NumPy array (num_files, embedding_dim) to this .npy file; missing "
+        "parent directories are created."
+    ),
 )
+@click.option("--sample-rate", type=int, default=None, metavar="HZ", help=SAMPLE_RATE_HELP)
 def embed_command(
-    files: tuple[Path, ...], model_type: str | None, source: str | None, as_json: bool, output: Path | None
+    files: tuple[Path, ...],
+    model_type: str | None,
+    source: str | None,
+    as_json: bool,
+    output: Path | None,
+    sample_rate: int | None,
 ) -> None:
-    """Compute the speaker embedding of each FILE (wav, flac, ogg, mp3; any sample rate).
+    """Compute the speaker embedding of each FILE (wav, flac, ogg, mp3, or raw PCM with --sample-rate).
 
     Exits with status 1 if any file fails; the .npy file is then not written.
     """
+    check_raw_inputs(files, sample_rate)
     try:
+        if output is not None:
+            check_output_file(output, what="--output file")  # before loading or decoding anything
         model = _load(model_type, source, None)
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
@@ -67,7 +86,7 @@ def embed_command(
     failures: list[str] = []
     for path in files:
         try:
-            result = model.embed(str(path))
+            result = model.embed(audio_input(path, sample_rate))
         except VoiceHubError as err:
             failures.append(str(err))
             continue
@@ -85,10 +104,16 @@ def embed_command(
     if output is not None:
         import numpy as np
 
-        output.parent.mkdir(parents=True, exist_ok=True)
-        partial = output.with_name(f".{output.name}.partial.npy")
-        np.save(partial, np.stack([o.embedding for o in outputs]).astype(np.float32))
-        partial.replace(output)
+        matrix = np.stack([o.embedding for o in outputs]).astype(np.float32)
+
+        def write(temporary: Path) -> None:
+            with temporary.open("wb") as handle:  # a file object: np.save adds no ".npy" to the name
+                np.save(handle, matrix)
+
+        try:
+            write_file_atomic(output, write, what="--output file")
+        except VoiceHubError as err:
+            raise click.ClickException(str(err)) from err
 
 
 @click.command("verify")
@@ -111,6 +136,7 @@ def embed_command(
 @click.option("--threshold", type=float, default=None, help="Cosine decision threshold in [-1, 1] (default 0.75).")
 @click.option("--backend-threshold", type=float, default=None, help="LLR decision threshold (default 0).")
 @click.option("--json", "as_json", is_flag=True, help="Print strict JSON.")
+@click.option("--sample-rate", type=int, default=None, metavar="HZ", help=SAMPLE_RATE_HELP)
 def verify_command(
     enrollment: Path,
     test: Path,
@@ -121,6 +147,7 @@ def verify_command(
     threshold: float | None,
     backend_threshold: float | None,
     as_json: bool,
+    sample_rate: int | None,
 ) -> None:
     """Decide whether ENROLLMENT and TEST (audio files) are the same speaker.
 
@@ -131,10 +158,13 @@ def verify_command(
         for key, value in (("scoring", scoring), ("threshold", threshold), ("backend_threshold", backend_threshold))
         if value is not None
     }
+    check_raw_inputs((enrollment, test), sample_rate)
     try:
         model = _load(model_type, source, backend)
         model.resolve_options(**overrides)
-        result: VerificationOutput = model.verify(str(enrollment), str(test), **overrides)
+        result: VerificationOutput = model.verify(
+            audio_input(enrollment, sample_rate), audio_input(test, sample_rate), **overrides
+        )
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
     if as_json:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
+from voicehub._cli_audio import SAMPLE_RATE_HELP, audio_input, check_raw_inputs, cli_model_type
+from voicehub._output_paths import check_output_file, write_file_atomic
 from voicehub.core import strict_json
-from voicehub.core.config import write_text_atomic
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.outputs import VADOutput
 
@@ -34,6 +37,27 @@ def _json_record(output: VADOutput) -> dict[str, Any]:
     return record
 
 
+def rttm_file_ids(files: Sequence[Path]) -> list[str]:
+    """One RTTM recording id per input file, unique across ``files``.
+
+    The id is the file's stem (``talk`` for ``talk.wav``), as scoring tools expect. When stems
+    collide (``a/talk.wav`` and ``b/talk.wav``), every id is the file's path relative to the
+    inputs' common directory, without suffix (``a/talk``, ``b/talk``), or with it when that is
+    still ambiguous (``talk.wav`` and ``talk.flac``). Whitespace becomes ``_``.
+    """
+    stems = [path.stem for path in files]
+    if len(set(stems)) == len(stems):
+        ids = stems
+    else:
+        resolved = [path.resolve() for path in files]
+        common = Path(os.path.commonpath([str(path.parent) for path in resolved]))
+        relative = [path.relative_to(common) for path in resolved]
+        ids = [path.with_suffix("").as_posix() for path in relative]
+        if len(set(ids)) != len(ids):
+            ids = [path.as_posix() for path in relative]
+    return ["_".join(name.split()) for name in ids]
+
+
 @click.command("vad")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -43,7 +67,11 @@ def _json_record(output: VADOutput) -> dict[str, Any]:
     metavar="MODEL_TYPE",
     help="A registered VAD model type or alias (default: vad_silero); see `voicehub models --task vad`.",
 )
-@click.option("--source", default=None, help="Checkpoint source (file, directory, hf:owner/name).")
+@click.option(
+    "--source",
+    default=None,
+    help="Checkpoint source (file, directory, hf:owner/name); a weight file is read as --model (default vad_silero).",
+)
 @click.option("--threshold", type=float, default=None, help="Speech probability threshold in [0, 1] (default 0.5).")
 @click.option("--min-speech-ms", type=float, default=None, help="Drop segments not longer than this (default 250).")
 @click.option("--min-silence-ms", type=float, default=None, help="Silence that ends a segment, in ms (default 100).")
@@ -54,8 +82,12 @@ def _json_record(output: VADOutput) -> dict[str, Any]:
     "--rttm",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write the segments as RTTM to this file ('-' for standard output).",
+    help=(
+        "Also write the segments as RTTM to this file ('-' for standard output, not with --json); missing parent "
+        "directories are created. Recording ids are the file stems, or relative paths when stems repeat."
+    ),
 )
+@click.option("--sample-rate", type=int, default=None, metavar="HZ", help=SAMPLE_RATE_HELP)
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: on for several files).")
 def vad_command(
     files: tuple[Path, ...],
@@ -68,6 +100,7 @@ def vad_command(
     max_speech_s: float | None,
     as_json: bool,
     rttm: Path | None,
+    sample_rate: int | None,
     progress: bool | None,
 ) -> None:
     """Detect speech in FILE... (wav, flac, ogg, mp3; any sample rate) and print the segments.
@@ -87,9 +120,20 @@ def vad_command(
         )
         if value is not None
     }
+    to_stdout = rttm is not None and str(rttm) == "-"
+    if as_json and to_stdout:
+        raise click.UsageError(
+            "--json and --rttm - would both print to standard output; write the RTTM to a file (--rttm out.rttm) "
+            "or drop --json"
+        )
+    check_raw_inputs(files, sample_rate)
     try:
+        if rttm is not None and not to_stdout:
+            check_output_file(rttm, what="--rttm file")  # before loading or decoding anything
+        model_type = cli_model_type(AutoModelForVoiceActivityDetection, model_type, source)
         model = AutoModelForVoiceActivityDetection.from_pretrained(source, model_type=model_type)
         model.resolve_options(**overrides)  # refuse bad options before decoding anything
+        model.load()  # a missing or foreign checkpoint is reported once, not per file
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
     show_progress = progress if progress is not None else len(files) > 1
@@ -99,12 +143,12 @@ def vad_command(
     failures: list[str] = []
     for path in tqdm(files, desc="vad", unit="file", disable=not show_progress, file=sys.stderr):
         try:
-            output = model.detect(str(path), **overrides)
+            output = model.detect(audio_input(path, sample_rate), **overrides)
         except VoiceHubError as err:
             failures.append(str(err))
             continue
         outputs.append(output)
-        if not as_json and rttm != Path("-"):
+        if not as_json and not to_stdout:
             click.echo(_format_text(output))
     if as_json:
         click.echo(strict_json.dumps([_json_record(o) for o in outputs], indent=2))
@@ -113,11 +157,14 @@ def vad_command(
             click.echo(f"Error: {message}", err=True)
         raise click.exceptions.Exit(1)
     if rttm is not None:
-        text = "".join(output.to_rttm() for output in outputs)
-        if rttm == Path("-"):
+        text = "".join(output.to_rttm(file_id) for output, file_id in zip(outputs, rttm_file_ids(files), strict=True))
+        if to_stdout:
             click.echo(text, nl=False)
         else:
-            write_text_atomic(rttm, text)
+            try:
+                write_file_atomic(rttm, lambda tmp: tmp.write_text(text, encoding="utf-8"), what="--rttm file")
+            except VoiceHubError as err:
+                raise click.ClickException(str(err)) from err
 
 
-__all__ = ["vad_command"]
+__all__ = ["rttm_file_ids", "vad_command"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from voicehub.core.errors import InferenceOptionError
+from voicehub.core.errors import InferenceOptionError, UnknownModelError
 
 
 class UnknownInferenceOptionError(InferenceOptionError, TypeError):
@@ -25,4 +25,23 @@ class UnknownInferenceOptionError(InferenceOptionError, TypeError):
         )
 
 
-__all__ = ["UnknownInferenceOptionError"]
+class NoModelForTaskError(UnknownModelError):
+    """A task was asked for its default model, but no model of that task is registered.
+
+    Attributes:
+        task: the task's name.
+        tasks_with_models: the tasks that do have registered models, sorted.
+    """
+
+    def __init__(self, task: str, tasks_with_models: Iterable[str]):
+        super().__init__(f"default of {task}", (), kind=f"{task} model")
+        self.task = task
+        self.tasks_with_models = tuple(sorted(tasks_with_models))
+        self.args = (
+            f"no {task} model is registered yet; tasks with models: "
+            f"{', '.join(self.tasks_with_models) or '(none)'} (see `voicehub models`), or register one "
+            f"(docs/models.md, 'Registering a model')",
+        )
+
+
+__all__ = ["NoModelForTaskError", "UnknownInferenceOptionError"]

@@ -35,14 +35,16 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar, overload
 
+from voicehub._output_paths import check_output_directory, created_parents, normalize_modes
 from voicehub.core.audio import AudioLike, Waveform, load_audio_batch
-from voicehub.core.config import CONFIG_FILE_NAME, Config, write_text_atomic
+from voicehub.core.config import CONFIG_FILE_NAME, Config
 from voicehub.core.device import normalize_device, normalize_dtype, resolve_device, resolve_dtype
 from voicehub.core.errors import (
     CheckpointError,
     ConfigError,
     InferenceOptionError,
     LifecycleError,
+    OutputPathError,
     OutputValidationError,
     UnknownModelError,
 )
@@ -65,6 +67,26 @@ WEIGHTS_FILE_NAME = "model.safetensors"
 """File holding the runtime's state dict inside a saved directory (safetensors format)."""
 
 SourceLike = str | os.PathLike[str] | CheckpointSource
+
+
+def _move_into_place(staging: Path, target: Path) -> None:
+    """Rename ``staging`` to ``target``, or move its entries into an existing ``target`` directory.
+
+    Entries of ``target`` with the same names are replaced (a directory entry as a whole); other
+    entries are kept.
+    """
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    for item in sorted(staging.iterdir()):
+        destination = target / item.name
+        if destination.is_dir() and not destination.is_symlink():
+            retired = Path(tempfile.mkdtemp(prefix=f".{item.name}.voicehub-old-", dir=target))
+            os.replace(destination, retired / item.name)
+            os.replace(item, destination)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.replace(item, destination)
 
 
 @contextlib.contextmanager
@@ -412,17 +434,31 @@ class PreTrainedSpeechModel(OptimizationHost, Generic[ConfigT, OptionsT]):
             UnknownInferenceOptionError: (a ``TypeError``) naming unknown options and the valid ones.
             InferenceOptionError: for a value of the wrong type or out of range.
         """
+        return self.resolve_options_for(self._task_method, options, overrides)
+
+    def resolve_options_for(self, method: str, options: OptionsT | None, overrides: dict[str, Any]) -> OptionsT:
+        """:meth:`resolve_options` for another entry point (``stream``...), named in the messages.
+
+        Args:
+            method: the public method the options were passed to (``"stream"``).
+            options: a whole options object, or ``None`` for the defaults.
+            overrides: individual options.
+
+        Raises:
+            UnknownInferenceOptionError: naming ``Wrapper.method()``, the unknown and the valid options.
+            InferenceOptionError: for a value of the wrong type or out of range.
+        """
         base = self.default_options if options is None else self._check_options_instance(options)
         known = self.options_class.known_keys()
         unknown = set(overrides) - set(known)
         if unknown:
-            raise UnknownInferenceOptionError(f"{type(self).__name__}.{self._task_method}", unknown, known)
+            raise UnknownInferenceOptionError(f"{type(self).__name__}.{method}", unknown, known)
         if not overrides:
             return base
         try:
             return base.replace(**overrides)
         except (ConfigError, TypeError, ValueError) as err:
-            raise InferenceOptionError(f"{type(self).__name__}.{self._task_method}(): {err}") from err
+            raise InferenceOptionError(f"{type(self).__name__}.{method}(): {err}") from err
 
     _task_method: ClassVar[str] = "inference"
 
@@ -447,15 +483,20 @@ class PreTrainedSpeechModel(OptimizationHost, Generic[ConfigT, OptionsT]):
     def save_pretrained(self, directory: str | os.PathLike[str]) -> Path:
         """Write ``config.json``, the default inference options and the weights into ``directory``.
 
-        The wrapper is loaded first if needed. Files are written to a temporary directory and
-        moved into place, so a failure leaves no partial set. Reload with
-        ``AutoModel.from_pretrained(directory)`` or ``Wrapper.from_pretrained(directory)``.
+        The wrapper is loaded first if needed. The destination is checked before anything is
+        loaded or written; files are written to a staging directory beside it and moved into
+        place, so a failure leaves nothing new behind (no partial set, no empty directory, no
+        created parents). Files get ``0o666 & ~umask`` and directories ``0o777 & ~umask``. A
+        model without weights (``has_weights = False``) saves its config and options only.
+        Reload with ``AutoModel.from_pretrained(directory)`` or ``Wrapper.from_pretrained(directory)``.
 
         Returns:
             The directory.
 
         Raises:
             LifecycleError: while an optimization plan is active (its state is not portable).
+            OutputPathError: if ``directory`` is a file, lies under a file, or cannot be
+                written (checked first), or writing fails.
         """
         with self._lock:
             for mode in OptimizationMode:
@@ -464,31 +505,50 @@ class PreTrainedSpeechModel(OptimizationHost, Generic[ConfigT, OptionsT]):
                         f"{type(self).__name__}: cannot save while an optimization plan is active in "
                         f"{mode.value!r} mode; call restore_optimization_plan(mode={mode.value!r}) first"
                     )
+            what = f"{type(self).__name__}.save_pretrained() directory"
+            target = check_output_directory(directory, what=what)
             runtime = self._runtime if self._runtime is not None else self._enter(RuntimeState.INFERENCE)
-            target = Path(directory)
-            target.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(prefix=".voicehub-save-", dir=target))
-            try:
-                self.config.save_pretrained(staging)
-                write_text_atomic(staging / OPTIONS_FILE_NAME, self.default_options.to_json() + "\n")
-                self._save_weights(runtime, staging)
-                for item in sorted(staging.iterdir()):
-                    os.replace(item, target / item.name)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
+            with created_parents(target.parent, what=what, destination=target):
+                try:
+                    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.voicehub-save-", dir=target.parent))
+                except OSError as err:
+                    raise OutputPathError(f"{what} {target}: {err.strerror or err}", path=target) from err
+                try:
+                    try:
+                        self.config.save_pretrained(staging)
+                        (staging / OPTIONS_FILE_NAME).write_text(
+                            self.default_options.to_json() + "\n", encoding="utf-8"
+                        )
+                        if self.has_weights:
+                            self._save_weights(runtime, staging)
+                        normalize_modes(staging)
+                        _move_into_place(staging, target)
+                    except OSError as err:
+                        if isinstance(err, OutputPathError):
+                            raise
+                        raise OutputPathError(
+                            f"{what} {target}: cannot write ({err.strerror or err})", path=target
+                        ) from err
+                finally:
+                    shutil.rmtree(staging, ignore_errors=True)
             return target
+
+    has_weights: ClassVar[bool] = True
+    """Whether the runtime carries weights to save; a model without tensors (a rule-based or C
+    detector) sets ``False`` and ``save_pretrained`` writes its config and options only."""
 
     def _save_weights(self, runtime: Any, directory: Path) -> None:
         """Write the runtime's weights into ``directory`` (default: the state dict as ``model.safetensors``).
 
         Raises:
-            CheckpointError: for a runtime without a ``state_dict`` (override this hook).
+            CheckpointError: for a runtime without a ``state_dict`` (a wrapper author overrides
+                this hook, or sets ``has_weights = False`` for a model without weights).
         """
         state_dict = getattr(runtime, "state_dict", None)
         if not callable(state_dict):
             raise CheckpointError(
                 f"{type(self).__name__}: the runtime {type(runtime).__name__} has no state_dict(); "
-                f"override _save_weights() to save it"
+                f"override _save_weights() to save it, or set has_weights = False if the model has no weights"
             )
         safetensors_torch = import_optional("safetensors.torch", purpose="saving weights")
         tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in state_dict().items()}

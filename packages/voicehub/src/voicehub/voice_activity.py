@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -37,7 +38,7 @@ import numpy.typing as npt
 
 from voicehub.core.audio import load_audio
 from voicehub.core.config import Config
-from voicehub.core.errors import ConfigError, LifecycleError, SampleRateError
+from voicehub.core.errors import AudioError, ConfigError, LifecycleError, SampleRateError
 from voicehub.core.outputs import SpeechSegment, VADOutput
 
 FloatArray = npt.NDArray[np.float32]
@@ -405,8 +406,15 @@ def build_vad_output(
         source: the input's file path or ``"array"``.
         metadata: strict-JSON details for the output (model type, threshold...).
         bounds: precomputed padded bounds (a finished stream's); segmented here when ``None``.
+
+    Audio shorter than one frame (``num_samples < frame_num_samples``, e.g. 1 sample, or a few
+    samples that resample to none) is too short to judge: the output has no segments and no
+    probabilities, whatever the rate and model.
     """
     probs = np.ascontiguousarray(probabilities, dtype=np.float32)
+    if num_samples < frame_num_samples:
+        # Shorter than one frame: too short to judge at any rate, so nothing is scored or segmented.
+        probs, bounds = np.zeros(0, dtype=np.float32), ()
     if bounds is None:
         bounds = speech_bounds(
             probs,
@@ -537,6 +545,13 @@ class VADStreamSession:
         """
         if self._segmenter.is_finished:
             raise LifecycleError("VADStreamSession.push() after flush(); call reset() to start a new stream")
+        if isinstance(chunk, (str, bytes, os.PathLike)):
+            raise AudioError(
+                f"VADStreamSession.push() takes samples (a NumPy array, tensor or list of float or int16 PCM at "
+                f"{self.sample_rate} Hz), not a {type(chunk).__name__} such as a file path; decode the file first, "
+                f"or run model.detect(path) on a whole file",
+                source="stream",
+            )
         if hasattr(chunk, "__len__") and len(chunk) == 0:
             return []
         samples = load_audio((chunk, self.sample_rate)).samples
@@ -584,6 +599,8 @@ class VADStreamSession:
             buffer = np.concatenate([buffer, np.zeros(frame - buffer.shape[0] % frame, dtype=np.float32)])
         usable = buffer.shape[0] - buffer.shape[0] % frame
         events: list[VADEvent] = []
+        if last and self._num_samples < frame:
+            usable = 0  # a stream shorter than one frame is not scored (as in build_vad_output)
         if usable:
             probabilities = np.asarray(self.scorer.score(buffer[:usable].reshape(-1, frame)), dtype=np.float32)
             self._probabilities.append(probabilities)

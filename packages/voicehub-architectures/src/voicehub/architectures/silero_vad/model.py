@@ -50,6 +50,9 @@ from voicehub.core.errors import AudioError
 MIN_ROWS = 4
 """Fewest rows :func:`_rows_linear` multiplies at once."""
 
+BLOCK_NUM_CHUNKS = 2048
+"""Chunks the whole-file path encodes at once (65.5 s at 16 kHz): bounds its peak memory."""
+
 
 def _rows_linear(inputs: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
     """``F.linear`` over the last dimension, with at least :data:`MIN_ROWS` rows per product.
@@ -181,14 +184,21 @@ class SileroVAD(nn.Module):
     def _dtype(self) -> torch.dtype:
         return next(self.parameters()).dtype
 
-    def forward(self, waveform: Tensor, sample_rate: int) -> Tensor:
+    def forward(self, waveform: Tensor, sample_rate: int, *, block_num_chunks: int = BLOCK_NUM_CHUNKS) -> Tensor:
         """Whole-file path: speech probability of every chunk.
+
+        Long inputs run in blocks of ``block_num_chunks`` chunks, carrying the LSTM state and the
+        context across blocks exactly as :meth:`step_chunks` does, so peak memory is bounded by
+        the block (about 25 MB at the default) rather than growing with the input; the result
+        equals one block over the whole input up to float32 rounding (< 1e-6).
 
         Args:
             waveform: float (batch, num_samples) or (num_samples,), mono, in [-1, 1], at
                 ``sample_rate`` Hz. Shorter files in a batch are zero-padded on the right; keep
                 the first :meth:`num_chunks` probabilities of each.
             sample_rate: 16000 or 8000 (a rate the config has a branch for).
+            block_num_chunks: chunks encoded at once (>= 1); the default is
+                :data:`BLOCK_NUM_CHUNKS` (65.5 s at 16 kHz).
 
         Returns:
             float (batch, num_chunks) or (num_chunks,) for 1-D input; chunk ``i`` covers samples
@@ -197,18 +207,28 @@ class SileroVAD(nn.Module):
 
         Raises:
             SampleRateError: for a rate without a branch.
-            AudioError: for a waveform that is not 1-D/2-D or holds no samples.
+            AudioError: for a waveform that is not 1-D/2-D or holds no samples, or a block size < 1.
         """
         branch = self.branch(sample_rate)
+        if isinstance(block_num_chunks, bool) or not isinstance(block_num_chunks, int) or block_num_chunks < 1:
+            raise AudioError(f"block_num_chunks: expected a positive int, got {block_num_chunks!r}", source="waveform")
         squeeze = waveform.dim() == 1
         batch = self._as_batch(waveform, "waveform")
         chunk, context = branch.chunk_samples, branch.context_samples
-        num_chunks = self.num_chunks(batch.shape[1], sample_rate)
-        padded = F.pad(batch, (context, num_chunks * chunk - batch.shape[1]))
-        windows = padded.unfold(1, context + chunk, chunk)  # (batch, num_chunks, context + chunk)
-        features = branch.encode(windows.reshape(-1, context + chunk)).view(batch.shape[0], num_chunks, -1)
-        hidden, _ = branch.lstm(features)
-        probabilities = branch.decode(hidden)
+        num_samples = batch.shape[1]
+        num_chunks = self.num_chunks(num_samples, sample_rate)
+        state: tuple[Tensor, Tensor] | None = None
+        blocks = []
+        for first in range(0, num_chunks, block_num_chunks):
+            last = min(first + block_num_chunks, num_chunks)
+            start, stop = first * chunk - context, last * chunk  # the block's windows, context included
+            piece = batch[:, max(start, 0) : min(stop, num_samples)]
+            piece = F.pad(piece, (max(-start, 0), max(stop - num_samples, 0)))
+            windows = piece.unfold(1, context + chunk, chunk)  # (batch, last - first, context + chunk)
+            features = branch.encode(windows.reshape(-1, context + chunk)).view(batch.shape[0], last - first, -1)
+            hidden, state = branch.lstm(features, state)
+            blocks.append(branch.decode(hidden))
+        probabilities = blocks[0] if len(blocks) == 1 else torch.cat(blocks, dim=1)
         return probabilities.squeeze(0) if squeeze else probabilities
 
     def initial_state(self, batch_size: int, sample_rate: int) -> SileroVADState:
@@ -248,7 +268,7 @@ class SileroVAD(nn.Module):
                 f"buffer the stream into 32 ms chunks (or use the whole-file forward)",
                 source="chunk",
             )
-        probabilities, new_state = self.step_chunks(chunk, sample_rate, state)
+        probabilities, new_state = self._step_chunks(chunk, sample_rate, state)
         return probabilities[..., 0], new_state
 
     def step_chunks(
@@ -273,6 +293,13 @@ class SileroVAD(nn.Module):
             AudioError: for a length that is not a multiple of the chunk, a bad shape, or a state
                 of another batch size.
         """
+        return self._step_chunks(chunks, sample_rate, state)
+
+    def _step_chunks(
+        self, chunks: Tensor, sample_rate: int, state: SileroVADState | None
+    ) -> tuple[Tensor, SileroVADState]:
+        # step() and step_chunks() share this body rather than calling each other, so that an
+        # optimization pass wrapping both (optimization_execution_methods) never nests.
         branch = self.branch(sample_rate)
         squeeze = chunks.dim() == 1
         batch = self._as_batch(chunks, "chunks")
@@ -307,6 +334,14 @@ class SileroVAD(nn.Module):
         new_state = SileroVADState(context=signal[:, -context:], hidden=h, cell=c)
         return (probabilities[0] if squeeze else probabilities), new_state
 
+    def optimization_execution_methods(self) -> tuple[str, ...]:
+        """The entry points optimization passes wrap: the whole-file and both streaming paths.
+
+        ``voicehub.optimization`` passes that wrap execution (``threads``, ``inference-mode``,
+        ``compile``...) read this protocol instead of wrapping ``forward`` alone.
+        """
+        return ("forward", "step", "step_chunks")
+
     def _as_batch(self, waveform: Tensor, name: str) -> Tensor:
         if waveform.dim() not in (1, 2) or waveform.shape[-1] == 0:
             raise AudioError(
@@ -318,4 +353,4 @@ class SileroVAD(nn.Module):
         return batch.to(self._dtype())
 
 
-__all__ = ["MIN_ROWS", "SileroVAD", "SileroVADBranch", "SileroVADState"]
+__all__ = ["BLOCK_NUM_CHUNKS", "MIN_ROWS", "SileroVAD", "SileroVADBranch", "SileroVADState"]

@@ -39,11 +39,21 @@ class XVectorSpeakerVerifier(PreTrainedSVModel[SVXVectorConfig, SVXVectorOptions
     options_class = SVXVectorOptions
 
     def _load_runtime(self, checkpoint: Path | None, *, device: str, dtype: Any, training: bool) -> XVector:
+        runtime = self._build_encoder(checkpoint, training=training)
+        # The mel front end (voicehub.components.MelSpectrogram) calls torch.stft, which has no
+        # bfloat16 kernel on the CPU: declare it (low_precision_unsafe protocol) so that the dtype
+        # pass reports itself not applicable instead of failing at the first call.
+        setattr(runtime.frontend, "low_precision_unsafe", True)  # noqa: B010 (a plain attribute, not a tensor)
+        return runtime
+
+    def _build_encoder(self, checkpoint: Path | None, *, training: bool) -> XVector:
         if checkpoint is None:
             if not training:
                 raise CheckpointError(
                     "sv_xvector has no pretrained weights: pass source=<an XVector checkpoint (.pth or directory)> "
-                    "or a saved sv_xvector directory, or call load_for_training() to train a new encoder"
+                    "or a saved sv_xvector directory (on the command line: --source PATH), or train one: "
+                    "model.load_for_training() builds a new encoder from the config; after training, "
+                    "model.save_pretrained(directory) writes a directory to load from"
                 )
             cfg = self.config
             return XVector(

@@ -150,14 +150,26 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions]):
         outputs: list[VADOutput | None] = [None] * len(prepared)
         for rate in sorted({w.sample_rate for w in prepared}):
             indices = [i for i, w in enumerate(prepared) if w.sample_rate == rate]
-            tensors = [torch.from_numpy(prepared[i].samples) for i in indices]
-            batch = torch.nn.utils.rnn.pad_sequence(tensors, batch_first=True).to(device)
-            probabilities = runtime(batch, rate).float().cpu().numpy()
-            for row, index in enumerate(indices):
+            # Shorter than one chunk (possibly empty after resampling): not scored (build_vad_output).
+            scored = [i for i in indices if prepared[i].num_samples >= chunk_num_samples(rate)]
+            rows = {index: row for row, index in enumerate(scored)}
+            probabilities = np.zeros((0, 0), dtype=np.float32)
+            if scored:
+                tensors = [torch.from_numpy(prepared[i].samples) for i in scored]
+                batch = (
+                    tensors[0].unsqueeze(0)
+                    if len(tensors) == 1
+                    else torch.nn.utils.rnn.pad_sequence(tensors, batch_first=True)
+                )
+                probabilities = runtime(batch.to(device), rate).float().cpu().numpy()
+            for index in indices:
                 waveform = prepared[index]
                 count = SileroVAD.num_chunks(waveform.num_samples, rate)
+                row_probabilities = (
+                    probabilities[rows[index], :count] if index in rows else np.zeros(0, dtype=np.float32)
+                )
                 outputs[index] = build_vad_output(
-                    probabilities[row, :count],
+                    row_probabilities,
                     num_samples=waveform.num_samples,
                     sample_rate=rate,
                     frame_num_samples=chunk_num_samples(rate),
@@ -191,7 +203,7 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions]):
             SampleRateError: for an unsupported rate when resampling is off.
             UnknownInferenceOptionError, InferenceOptionError: for bad options.
         """
-        resolved = self.resolve_options(options, **overrides)
+        resolved = self.resolve_options_for("stream", options, overrides)
         if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or sample_rate <= 0:
             raise SampleRateError(f"stream(): sample_rate must be a positive int in Hz, got {sample_rate!r}")
         if not self.config.resample:

@@ -99,6 +99,7 @@ class WebRTCVADModel(PreTrainedVADModel[VADWebRTCConfig, VADOptions]):
 
     config_class = VADWebRTCConfig
     options_class = VADOptions
+    has_weights = False  # save_pretrained writes the config (aggressiveness, frame length) and options only
 
     @property
     def supported_sample_rates(self) -> tuple[int, ...]:
@@ -171,7 +172,7 @@ class WebRTCVADModel(PreTrainedVADModel[VADWebRTCConfig, VADOptions]):
             SampleRateError: for an unsupported rate when resampling is off.
             UnknownInferenceOptionError, InferenceOptionError: for bad options.
         """
-        resolved = self.resolve_options(options, **overrides)
+        resolved = self.resolve_options_for("stream", options, overrides)
         if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or sample_rate <= 0:
             raise SampleRateError(f"stream(): sample_rate must be a positive int in Hz, got {sample_rate!r}")
         if not self.config.resample:
