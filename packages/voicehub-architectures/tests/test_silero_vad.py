@@ -142,6 +142,13 @@ def test_silero_vad_long_input_in_bounded_blocks_equals_one_block(sample_rate: i
         streamed, _ = model.step_chunks(F.pad(speech, (0, count * chunk - speech.shape[0])), sample_rate)
     torch.testing.assert_close(model(speech, sample_rate, block_num_chunks=100), streamed, atol=1e-6, rtol=0)
     assert count > 100 and BLOCK_NUM_CHUNKS == 2048  # docs/vad.md states the default block (65.5 s at 16 kHz)
+    longer = torch.cat([_speech(sample_rate), _speech(sample_rate).flip(0)])  # 120 s: the default runs 2 blocks
+    longer_count = SileroVAD.num_chunks(longer.shape[0], sample_rate)
+    assert BLOCK_NUM_CHUNKS < longer_count < 2 * BLOCK_NUM_CHUNKS
+    with torch.inference_mode():
+        torch.testing.assert_close(
+            model(longer, sample_rate), model(longer, sample_rate, block_num_chunks=longer_count), atol=1e-6, rtol=0
+        )
     with pytest.raises(AudioError, match="block_num_chunks: expected a positive int, got 0"):
         model(speech, sample_rate, block_num_chunks=0)
 

@@ -95,3 +95,15 @@ def test_models_lists_sv_xvector_without_weights_and_embed_explains_how_to_get_t
     assert result.output.startswith("Error: sv_xvector has no pretrained weights")
     assert "--source PATH" in result.output and "load_for_training()" in result.output
     assert result.output.count("Error:") == 1  # once, before any file
+
+
+def test_embed_reads_headerless_pcm_only_with_a_sample_rate() -> None:
+    raw = ROOT / "tests" / "data" / "goforward.raw"  # s16le 16 kHz mono
+    runner = CliRunner()
+    refused = runner.invoke(main, ["verify", str(raw), str(LIBRIVOX[1])])
+    assert refused.exit_code == 2 and "headerless raw PCM" in refused.output and "--sample-rate HZ" in refused.output
+    result = runner.invoke(main, ["embed", "--json", "--sample-rate", "16000", str(raw)])
+    assert result.exit_code == 0, result.output
+    (record,) = strict_json.loads(result.output)
+    assert record["source"] == str(raw) and record["embedding_dim"] == 256
+    assert abs(record["duration_s"] - 2.79) < 0.01

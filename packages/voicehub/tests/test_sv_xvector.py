@@ -67,3 +67,20 @@ def test_a_saved_directory_of_another_model_is_refused(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(CheckpointError, match=r"empty: no x-vector checkpoint"):
         XVectorSpeakerVerifier.from_pretrained(tmp_path / "empty", device="cpu").load()
+
+
+def test_saving_again_into_the_same_directory_replaces_the_encoder_and_keeps_other_files(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = XVectorSpeakerVerifier(SVXVectorConfig(channels=32, embedding_dim=16), device="cpu")
+    model.load_for_training()
+    model.load()
+    target = model.save_pretrained(tmp_path / "xv")
+    (target / "notes.txt").write_text("mine")
+    with torch.no_grad():
+        model.runtime.embedding.bias.add_(1.0)  # a different encoder, saved over the first
+    model.save_pretrained(target)
+    assert sorted(p.name for p in target.iterdir()) == ["config.json", "encoder", "inference_options.json", "notes.txt"]
+    clip = SYNTHETIC / "flite_slt_3.flac"
+    reloaded = XVectorSpeakerVerifier.from_pretrained(target, device="cpu")
+    np.testing.assert_array_equal(reloaded.embed(clip).embedding, model.embed(clip).embedding)
+    assert [p.name for p in tmp_path.iterdir()] == ["xv"]  # no staging or retired directory left
