@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from voicehub.core import OutputPathError, atomic_write, check_output_path, write_text_atomic
+from voicehub.core import OutputPathError, atomic_write, check_output_file, write_text_atomic
 
 
 def _umask() -> int:
@@ -53,24 +53,26 @@ def test_a_failing_writer_keeps_the_old_file_and_leaves_no_temporary(tmp_path: P
     [
         (lambda root: root / "missing" / "out.rttm", "does not exist; create it first"),
         (lambda root: root, "is a directory; pass a file path inside it"),
-        (lambda root: "", "output path is empty"),
+        (lambda root: Path("/proc/voicehub-test.rttm"), "cannot create files in /proc"),
+        (lambda root: "", "the path is empty"),
     ],
 )
 def test_bad_destinations_are_refused_before_any_work(tmp_path: Path, make: object, message: str) -> None:
     destination = make(tmp_path)  # type: ignore[operator]
     with pytest.raises(OutputPathError, match=message):
-        check_output_path(destination)
+        check_output_file(destination, create_parents=False)
     with pytest.raises(OutputPathError, match=message):
         write_text_atomic(destination, "x", create_parents=False)
     assert isinstance(OutputPathError("x", path="y"), OSError)
 
 
-def test_a_directory_that_refuses_new_files_gives_a_clear_error() -> None:
-    # /proc passes access() for root but refuses to create files: the error comes from the write
-    with pytest.raises(
-        OutputPathError, match=r"voicehub-test\.rttm: (cannot write|the directory /proc is not writable)"
-    ):
-        write_text_atomic("/proc/voicehub-test.rttm", "x")
+def test_a_failed_write_removes_the_parents_it_created(tmp_path: Path) -> None:
+    def broken(tmp: Path) -> None:
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OutputPathError, match=r"cannot write \(No space left on device\)"):
+        atomic_write(tmp_path / "new" / "deeper" / "out.bin", broken)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_parents_are_created_unless_refused(tmp_path: Path) -> None:

@@ -35,7 +35,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar, overload
 
-from voicehub._output_paths import check_output_directory, created_parents, normalize_modes
 from voicehub.core.audio import AudioLike, Waveform, load_audio_batch
 from voicehub.core.config import CONFIG_FILE_NAME, Config
 from voicehub.core.device import normalize_device, normalize_dtype, resolve_device, resolve_dtype
@@ -48,6 +47,7 @@ from voicehub.core.errors import (
     OutputValidationError,
     UnknownModelError,
 )
+from voicehub.core.files import check_output_directory, created_parents, normalize_modes
 from voicehub.core.lazy import import_optional
 from voicehub.core.outputs import ASROutput, SpeakerOutput, TTSOutput, VADOutput, VerificationOutput, check_outputs
 from voicehub.core.tasks import RuntimeState, SpeechTask

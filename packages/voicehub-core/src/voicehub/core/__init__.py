@@ -37,7 +37,13 @@ from voicehub.core.errors import (
     UnknownModelError,
     VoiceHubError,
 )
-from voicehub.core.files import atomic_write, check_output_path, write_bytes_atomic, write_text_atomic
+from voicehub.core.files import (
+    atomic_write,
+    check_output_directory,
+    check_output_file,
+    write_bytes_atomic,
+    write_text_atomic,
+)
 from voicehub.core.lazy import import_optional, parse_reference, resolve_reference
 from voicehub.core.outputs import (
     ASROutput,
@@ -90,7 +96,8 @@ __all__ = [
     "Waveform",
     "atomic_write",
     "check_output",
-    "check_output_path",
+    "check_output_directory",
+    "check_output_file",
     "check_outputs",
     "decode_audio_file",
     "import_optional",

@@ -189,17 +189,19 @@ def _as_numpy(value: Any, source: str) -> npt.NDArray[Any]:
 
 
 def _validate_samples(samples: FloatArray, source: str) -> FloatArray:
+    """Refuse empty, non-finite or integer-scale audio without copying the samples."""
     if samples.size == 0:
         raise AudioError(f"{source}: audio is empty (0 samples); pass at least one sample", source=source)
-    finite = np.isfinite(samples)
-    if not finite.all():
+    low, high = float(samples.min()), float(samples.max())  # NaN and Inf propagate into these
+    if not (np.isfinite(low) and np.isfinite(high)):
+        finite = np.isfinite(samples)
         first = int(np.flatnonzero(~finite)[0])
         raise AudioError(
             f"{source}: audio holds {int((~finite).sum())} non-finite sample(s) (NaN or Inf), "
             f"the first at index {first}; clean the signal before passing it",
             source=source,
         )
-    peak = float(np.abs(samples).max())
+    peak = max(high, -low)
     if peak > MAX_FLOAT_PEAK:
         raise AudioError(
             f"{source}: float samples reach {peak:g}, but float audio is expected in [-1, 1]; "
