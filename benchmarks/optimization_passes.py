@@ -11,9 +11,11 @@ SV: ``embed`` on 6.9 s of speech) eagerly and with the pass applied, and reports
   the segments changed; SV, the cosine distance between the embeddings.
 
 ``compile`` is timed after one warm-up call (the compilation), whose duration is reported too.
-The table is printed and written between the benchmark markers of ``docs/optimization.md``.
+The table is printed; with ``--write-docs`` it also replaces the text between the benchmark
+markers of the tracked ``docs/optimization.md`` (never by default).
 
-Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/optimization_passes.py [--repeats 7] [--no-write]``
+Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/optimization_passes.py [--repeats 7] [--write-docs]``
+(prints the table; ``--write-docs`` also replaces the measured table in ``docs/optimization.md``)
 """
 
 from __future__ import annotations
@@ -201,7 +203,8 @@ def table(rows: list[Row], repeats: int, load: tuple[float, float]) -> str:
         f"{torch.get_num_threads()} intra-op thread(s) (the `threads` rows: eager on all {os.cpu_count()} cores "
         f"against the pass's 1 thread), float32 CPU runtimes, best of {repeats} calls "
         "each (the minimum, the estimate least affected by other processes), eager and optimized calls "
-        "alternating in the same process (`HF_HUB_OFFLINE=1 uv run python benchmarks/optimization_passes.py`). "
+        "alternating in the same process (`HF_HUB_OFFLINE=1 uv run python benchmarks/optimization_passes.py "
+        "--write-docs`). "
         "Speed ratio = eager time / optimized time (> 1 is faster). VAD: `detect` on "
         "`tests/data/silero/test.wav` (60 s); SV: `embed` on a 6.9 s LibriVox clip. The machine was shared with "
         f"other jobs (load average {load[0]:.1f} at the start and {load[1]:.1f} at the end, on "
@@ -228,18 +231,34 @@ def table(rows: list[Row], repeats: int, load: tuple[float, float]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: nothing is written unless ``--write-docs`` is given."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=7,
+        help="timed calls of each kind per model and pass, eager and optimized alternating; the table reports the "
+        "fastest (minimum) of each kind (default 7; must be >= 1)",
+    )
     parser.add_argument("--models", nargs="*", default=None, help="model types (default: every registered one)")
     parser.add_argument("--passes", nargs="*", default=None, help="pass names (default: every registered one)")
-    parser.add_argument("--no-write", action="store_true", help="print only; do not update docs/optimization.md")
+    parser.add_argument(
+        "--write-docs",
+        action="store_true",
+        help="also replace the measured table in the tracked docs/optimization.md (default: print only)",
+    )
     parser.add_argument(
         "--baseline-threads",
         type=int,
         default=1,
         help="intra-op threads for every row except 'threads' (default 1: stable numbers on a shared machine)",
     )
+    return parser
+
+
+def main() -> None:
+    parser = build_parser()
     args = parser.parse_args()
     torch.set_num_threads(args.baseline_threads)
     models = args.models or [spec.model_type for spec in voicehub.list_model_specs()]
@@ -250,7 +269,9 @@ def main() -> None:
     rows = [row for model_type in models for row in bench_model(model_type, passes, args.repeats)]
     text = table(rows, args.repeats, (load_start, os.getloadavg()[0]))
     print(text)
-    if not args.no_write:
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
+    if args.write_docs:
         doc = DOC.read_text(encoding="utf-8")
         head, _, rest = doc.partition(START)
         _, _, tail = rest.partition(END)

@@ -257,8 +257,11 @@ def test_compile_falls_back_to_eager_on_a_graph_break_and_unknown_backend_fails_
     assert torch.equal(model(torch.ones(2)), torch.full((2,), 2.0))
     status = result.manifest()["passes"][0]["runtime_status"]
     assert status["status"] == "eager-fallback" and status["fallback_reasons"]["forward"]
-    with pytest.raises(OptimizationCompatibilityError, match="backend 'no-such-backend' is not available"):
+    with pytest.raises(OptimizationCompatibilityError, match="backend 'no-such-backend' is not available") as info:
         apply_optimization_plan(model, TorchCompilePass(backend="no-such-backend", requirement="required"))
+    message = str(info.value)
+    assert "'inductor'" in message and "'eager'" in message  # the usable backends are listed...
+    assert "TESTING_ONLY" not in message and "minifier" not in message  # ...torch's own test backends are not
     with pytest.raises(OptimizationCompatibilityError, match="device 'mps' is not supported"):
         apply_optimization_plan(model, "compile", context=OptimizationContext(device="mps"))
 

@@ -58,3 +58,20 @@ def test_context_with_architecture_reads_verified_facts() -> None:
         "arch is verified on ['cpu'], not on device 'cuda:0'",
         "arch is verified in ['bfloat16', 'float32'], not in dtype 'float16'",
     )
+
+
+def test_contexts_keep_other_floating_dtypes_and_passes_that_declare_dtypes_refuse_them() -> None:
+    assert OptimizationContext(dtype="torch.float64").dtype == "float64"
+    assert OptimizationContext(dtype="double").dtype == "float64"
+    assert OptimizationContext(dtype="float8_e4m3fn").dtype == "float8_e4m3fn"
+    with pytest.raises(OptimizationConfigurationError, match="unsupported dtype 'int8'"):
+        OptimizationContext(dtype="int8")
+    declared = OptimizationCapabilities(modes=("inference",), dtypes=("float32",))
+    (reason,) = declared.incompatibilities(OptimizationContext(dtype="float64"))
+    assert "runtime dtype 'float64' is not supported (supported: float32)" in reason
+    assert "module.to(torch.float32)" in reason
+    anything = OptimizationCapabilities(modes=("inference",))
+    assert anything.dtypes is None and anything.incompatibilities(OptimizationContext(dtype="float64")) == ()
+    assert anything.to_dict()["dtypes"] is None
+    with pytest.raises(OptimizationConfigurationError, match="accepts no runtime"):
+        OptimizationCapabilities(modes=("inference",), dtypes=())

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
 import pytest
 import torch
 from torch import nn
 
 from voicehub.core.errors import LifecycleError
+from voicehub.core.strict_json import JSONValue
 from voicehub.optimization import (
+    OptimizationApplicationError,
+    OptimizationCapabilities,
     OptimizationCompatibilityError,
     OptimizationConfigurationError,
     OptimizationContext,
     OptimizationHost,
     OptimizationMode,
+    OptimizationPass,
     OptimizationPassRegistry,
+    OptimizationRestoreError,
+    PassResult,
 )
 
 
@@ -65,7 +74,7 @@ def test_host_applies_restores_and_tracks_the_active_plan() -> None:
 def test_host_mode_change_requires_restoring_the_other_modes_plan() -> None:
     host = LSTMHost()
     result = host.apply_optimization_plan("eval-mode", registry=_registry())
-    with pytest.raises(LifecycleError, match=r"active in 'inference' mode; cannot switch to 'training'"):
+    with pytest.raises(LifecycleError, match=r"cannot switch to 'training' mode: .* active in 'inference' mode"):
         host.apply_optimization_plan("eval-mode", mode="training", registry=_registry())
     assert host.loads == [OptimizationMode.INFERENCE]  # refused before loading for training
     result.restore()  # restoring through the result informs the host too
@@ -87,3 +96,85 @@ def test_host_refuses_a_pass_of_another_mode_before_loading_the_runtime_for_that
     with pytest.raises(OptimizationCompatibilityError, match="supports inference mode, not 'training'"):
         host.apply_optimization_plan("eval-mode", mode="training", registry=_registry())
     assert host.loads == []
+
+
+class ZeroBiasPass(OptimizationPass):
+    """Irreversible: zeroes every bias of the runtime in place."""
+
+    pass_id: ClassVar[str] = "test.zero-bias"
+    pass_version: ClassVar[str] = "1"
+    capabilities: ClassVar[OptimizationCapabilities] = OptimizationCapabilities(modes=(OptimizationMode.INFERENCE,))
+
+    def manifest_configuration(self) -> Mapping[str, JSONValue]:
+        return {}
+
+    def apply(self, model: object, context: OptimizationContext) -> PassResult:
+        module: Any = model
+        with torch.no_grad():
+            for name, parameter in module.named_parameters():
+                if "bias" in name:
+                    parameter.zero_()
+        return PassResult(model=model, metadata={"outcome": "configured"})
+
+
+class ZeroBiasBrokenRestorePass(ZeroBiasPass):
+    pass_id: ClassVar[str] = "test.zero-bias-broken-restore"
+    capabilities: ClassVar[OptimizationCapabilities] = OptimizationCapabilities(
+        modes=(OptimizationMode.INFERENCE,), reversible=True
+    )
+
+    def restore(self, model: object, state: Mapping[str, Any], context: OptimizationContext) -> object:
+        raise RuntimeError("saved biases lost")
+
+
+class BoomPass(ZeroBiasPass):
+    pass_id: ClassVar[str] = "test.boom"
+
+    def apply(self, model: object, context: OptimizationContext) -> PassResult:
+        raise RuntimeError("boom")
+
+
+class UnloadingHost(LSTMHost):
+    """A host whose unload() follows the rule recommended for PreTrainedSpeechModel.unload()."""
+
+    def unload(self) -> None:
+        for mode in OptimizationMode:
+            if self.active_optimization(mode) is not None and not self.optimization_requires_reload(mode):
+                raise LifecycleError(f"restore the {mode.value} plan first")
+        self.runtime = None
+
+
+@pytest.mark.parametrize(
+    "plan", [(ZeroBiasPass(),), (ZeroBiasBrokenRestorePass(), BoomPass())], ids=["irreversible", "tainted"]
+)
+def test_unload_then_reload_recovers_from_an_irreversible_or_tainted_plan(plan: tuple[OptimizationPass, ...]) -> None:
+    host = UnloadingHost()
+    x = torch.ones(1, 3, 4)
+    original = host._optimization_runtime(OptimizationMode.INFERENCE)
+    assert isinstance(original, nn.Module)
+    expected = original(x)[0]
+    try:
+        host.apply_optimization_plan(plan)
+    except OptimizationApplicationError as err:
+        assert "TAINTED" in str(err) and "discard this UnloadingHost and build a new one" in str(err)
+    active = host.active_optimization()
+    assert active is not None and host.optimization_requires_reload()
+    with pytest.raises(OptimizationRestoreError, match="discard this UnloadingHost"):
+        host.restore_optimization_plan()
+    host.unload()  # allowed: dropping the runtime is the way back
+    assert host.active_optimization() is None and not host.optimization_requires_reload()
+    reloaded = host._optimization_runtime(OptimizationMode.INFERENCE)
+    assert reloaded is not original and isinstance(reloaded, nn.Module)
+    assert torch.equal(reloaded(x)[0], expected)
+    result = host.apply_optimization_plan("eval-mode", registry=_registry())  # plans work again
+    result.restore()
+
+
+def test_a_reversible_plan_still_blocks_unload_and_is_not_forgotten() -> None:
+    host = UnloadingHost()
+    host.apply_optimization_plan("eval-mode", registry=_registry())
+    assert not host.optimization_requires_reload()
+    with pytest.raises(LifecycleError, match="restore the inference plan first"):
+        host.unload()
+    host.restore_optimization_plan()
+    host.unload()

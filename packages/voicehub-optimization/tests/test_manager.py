@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from voicehub.core import strict_json
+from voicehub.core.errors import LifecycleError
 from voicehub.core.strict_json import JSONValue
 from voicehub.optimization import (
     OptimizationApplicationError,
@@ -22,8 +23,11 @@ from voicehub.optimization import (
     OptimizationPassManager,
     OptimizationPassRegistry,
     OptimizationRestoreError,
+    OptimizationResult,
+    OptimizationValidationError,
     PassResult,
     apply_optimization_plan,
+    infer_context,
 )
 
 
@@ -147,18 +151,145 @@ def test_manifest_is_deterministic_strict_json_and_restore_returns_original() ->
     assert manifest["context"]["dtype"] == "float32"
 
 
-def test_irreversible_plan_refuses_restore_and_rollback_reports_it() -> None:
-    class Irreversible(ScalePass):
-        pass_id: ClassVar[str] = "test.irreversible"
-        capabilities: ClassVar[OptimizationCapabilities] = OptimizationCapabilities(modes=(OptimizationMode.INFERENCE,))
+class Irreversible(ScalePass):
+    """Scales the parameters and declares it cannot undo that."""
+
+    pass_id: ClassVar[str] = "test.irreversible"
+    capabilities: ClassVar[OptimizationCapabilities] = OptimizationCapabilities(modes=(OptimizationMode.INFERENCE,))
+
+
+class RestoreFails(ScalePass):
+    """Reversible by declaration, but its restore raises (a bug in a third-party pass)."""
+
+    pass_id: ClassVar[str] = "test.restore-fails"
+
+    def restore(self, model: object, state: Mapping[str, Any], context: OptimizationContext) -> object:
+        raise OSError("restore lost its saved state")
+
+
+def test_an_irreversible_pass_followed_by_another_pass_is_refused_before_any_change() -> None:
+    for plan in ((Irreversible(), FailingPass()), ("eval-mode", Irreversible(), "scale")):
+        model = _model()
+        before = _snapshot(model)
+        with pytest.raises(OptimizationConfigurationError, match=r"irreversible passes may only come last") as info:
+            OptimizationPassManager(_registry()).apply(model, plan)
+        assert "'test.irreversible' to the end of the plan" in str(info.value)
+        assert _identical(model, before) and model.training
+    # Last in the plan it is allowed; a failure of the pass itself still rolls back the earlier ones.
+    model = _model()
+    before = _snapshot(model)
+    with pytest.raises(OptimizationApplicationError, match="runtime is unchanged"):
+        OptimizationPassManager(_registry()).apply(model, ("scale", "failing"))
+    assert _identical(model, before)
+    result = OptimizationPassManager(_registry()).apply(model, ("eval-mode", Irreversible()))
+    assert result.requires_reload and not result.reversible
+    with pytest.raises(OptimizationRestoreError, match="irreversible; to get the original runtime back, do not use"):
+        result.restore()
+
+
+def test_a_failed_rollback_taints_the_runtime_and_says_how_to_recover() -> None:
+    model = _model()
+    x = torch.ones(1, 8)
+    with pytest.raises(OptimizationApplicationError, match=r"ALSO failed .*TAINTED.*To recover, do not use") as info:
+        OptimizationPassManager(_registry()).apply(model, (RestoreFails(), "failing"))
+    error = info.value
+    assert error.rollback_errors[0][0] == "test.restore-fails" and "lost its saved state" in error.rollback_errors[0][1]
+    tainted = error.result
+    assert isinstance(tainted, OptimizationResult)
+    assert tainted.tainted is not None and "test.failing" in tainted.tainted
+    assert tainted.requires_reload and not tainted.reversible
+    assert tainted.manifest()["tainted"] == tainted.tainted
+    with pytest.raises(OptimizationRestoreError, match="tainted"):
+        tainted.restore()
+    with pytest.raises(LifecycleError, match="TAINTED and must not be used"):  # no silently wrong outputs
+        model(x)
+
+
+def test_a_restore_that_fails_halfway_taints_the_result() -> None:
+    model = _model()
+    result = OptimizationPassManager(_registry()).apply(model, (RestoreFails(), "scale"))
+    with pytest.raises(
+        OptimizationRestoreError,
+        match=r"restoring optimization pass 'test.restore-fails' failed.*TAINTED \(partly restored\)",
+    ):
+        result.restore()
+    assert result.tainted is not None and "after restoring ['scale']" in result.tainted and not result.restored
+    with pytest.raises(OptimizationRestoreError, match="the runtime is tainted"):
+        result.restore()
+    with pytest.raises(LifecycleError, match="TAINTED"):
+        model(torch.ones(1, 8))
+
+
+def test_float64_and_partly_float64_runtimes_are_refused_by_dtype_bound_passes_before_any_change() -> None:
+    double = _model().double()
+    mixed = _model()
+    mixed.register_buffer("scale", torch.ones(3, dtype=torch.float64))
+    for model in (double, mixed):
+        assert infer_context(model).dtype == "float64"
+        before = _snapshot(model)
+        for name in ("dtype", "int8-dynamic"):
+            with pytest.raises(OptimizationCompatibilityError, match=r"runtime dtype 'float64' is not supported"):
+                apply_optimization_plan(model, name)
+            assert _identical(model, before)
+    # A pass that works in any dtype still applies (it declares dtypes=None).
+    result = apply_optimization_plan(double, "eval-mode")
+    assert result.manifest()["passes"][0]["capabilities"]["dtypes"] is None
+    assert result.manifest()["context"]["dtype"] == "float64"
+    result.restore()
+
+
+@pytest.mark.parametrize(
+    ("outcome", "metadata"),
+    [
+        ("Accelerated", {}),
+        ("accelerated ", {}),
+        ("  SKIPPED", {}),
+        ("Optimized", {}),
+        ("configured", {"speedup": "2.4x"}),
+        ("configured", {"note": "2.4x faster"}),
+        ("configured", {"details": {"effect": ["kernels were sped up"]}}),
+        ("configured", {"speed_up_factor": 2.0}),
+        ("configured", {"Acceleration": True}),
+        ("2x faster", {}),
+    ],
+)
+def test_speed_claims_in_outcome_or_metadata_are_refused_and_rolled_back(
+    outcome: str, metadata: dict[str, JSONValue]
+) -> None:
+    class Boastful(ScalePass):
+        pass_id: ClassVar[str] = "test.boastful"
+
+        def apply(self, model: object, context: OptimizationContext) -> PassResult:
+            super().apply(model, context)
+            return PassResult(model=model, metadata={"outcome": outcome, **metadata})
 
     model = _model()
-    with pytest.raises(OptimizationApplicationError, match="ALSO failed") as info:
-        OptimizationPassManager(_registry()).apply(model, (Irreversible(), FailingPass()))
-    assert info.value.rollback_errors == (("test.irreversible", "the pass is irreversible"),)
-    result = OptimizationPassManager(_registry()).apply(_model(), (Irreversible(),))
-    with pytest.raises(OptimizationRestoreError, match="irreversible"):
-        result.restore()
+    before = _snapshot(model)
+    with pytest.raises(OptimizationApplicationError, match=r"not allowed|claims a speed-up"):
+        OptimizationPassManager(_registry()).apply(model, ("eval-mode", Boastful()))
+    assert model.training and _identical(model, before)
+
+
+def test_a_plain_exception_from_a_pass_check_is_wrapped_naming_the_pass_before_any_change() -> None:
+    class BuggyValidate(ScalePass):
+        pass_id: ClassVar[str] = "acme.buggy-validate"
+
+        def validate(self, model: object, context: OptimizationContext) -> None:
+            raise KeyError("num_heads")
+
+    class BuggyConfiguration(ScalePass):
+        pass_id: ClassVar[str] = "acme.buggy-configuration"
+
+        def manifest_configuration(self) -> Mapping[str, JSONValue]:
+            raise AttributeError("no attribute 'factor'")
+
+    for buggy, stage in ((BuggyValidate(), "validate()"), (BuggyConfiguration(), "manifest_configuration()")):
+        model = _model()
+        before = _snapshot(model)
+        with pytest.raises(OptimizationValidationError, match=r"nothing was changed") as info:
+            OptimizationPassManager(_registry()).apply(model, ("scale", buggy))
+        assert info.value.pass_id == buggy.pass_id and f"in {stage}" in str(info.value)
+        assert _identical(model, before)
 
 
 def test_architecture_unsafe_feature_declines_the_pass_and_required_support_fails_before_mutation() -> None:
@@ -217,22 +348,3 @@ def test_mode_and_context_must_agree() -> None:
         )
     with pytest.raises(OptimizationCompatibilityError, match="mode 'training' is not supported"):
         apply_optimization_plan(_model(), "eval-mode", mode="training", registry=_registry())
-
-
-def test_a_pass_reporting_skipped_or_an_acceleration_is_rejected_and_rolled_back() -> None:
-    class Boastful(ScalePass):
-        pass_id: ClassVar[str] = "test.boastful"
-
-        def __init__(self, outcome: str) -> None:
-            self.outcome = outcome
-
-        def apply(self, model: object, context: OptimizationContext) -> PassResult:
-            super().apply(model, context)
-            return PassResult(model=model, metadata={"outcome": self.outcome})
-
-    for outcome in ("skipped", "accelerated"):
-        model = _model()
-        before = _snapshot(model)
-        with pytest.raises(OptimizationApplicationError, match=f"outcome '{outcome}' is not allowed"):
-            OptimizationPassManager(_registry()).apply(model, ("eval-mode", Boastful(outcome)))
-        assert model.training and _identical(model, before)  # both passes were undone

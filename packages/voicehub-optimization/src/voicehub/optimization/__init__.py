@@ -29,6 +29,7 @@ from voicehub.optimization.errors import (
     OptimizationLifecycleError,
     OptimizationProtocolError,
     OptimizationRestoreError,
+    OptimizationValidationError,
 )
 from voicehub.optimization.host import OptimizationHost
 from voicehub.optimization.manager import (
@@ -94,6 +95,7 @@ __all__ = [
     "OptimizationProtocolError",
     "OptimizationRestoreError",
     "OptimizationResult",
+    "OptimizationValidationError",
     "PassFactory",
     "PassResult",
     "Plan",

@@ -8,6 +8,7 @@ and :meth:`OptimizationCapabilities.incompatibilities` compares the two in reada
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -22,6 +23,10 @@ KNOWN_DEVICE_TYPES = ("cpu", "cuda", "mps")
 
 KNOWN_DTYPES = ("float32", "float16", "bfloat16")
 """Floating dtypes a capability may name, in VoiceHub's canonical spelling."""
+
+_OTHER_FLOATING_DTYPE = re.compile(r"b?float[0-9]+(_[a-z0-9]+)*")
+"""Other torch floating dtype names a *context* may carry (``float64``, ``float8_e4m3fn``): no pass
+may declare them, so every pass that declares dtypes refuses such a runtime before any change."""
 
 
 class OptimizationMode(enum.StrEnum):
@@ -78,7 +83,9 @@ class OptimizationCapabilities:
     Attributes:
         modes: the modes the pass supports (required; inference, training or both).
         devices: device types the pass runs on (``cpu``, ``cuda``, ``mps``).
-        dtypes: runtime floating dtypes the pass accepts (``float32``, ``float16``, ``bfloat16``).
+        dtypes: runtime floating dtypes the pass accepts (``float32``, ``float16``, ``bfloat16``), or
+            ``None`` (the default) for a pass that works whatever the floating dtype (``eval-mode``).
+            A pass that declares dtypes refuses every other runtime dtype, ``float64`` included.
         streaming_safe: the optimized runtime keeps a streaming model's carried state correct.
         distributed_safe: the optimized runtime may be wrapped for distributed training (DDP).
         persistent: the transformed state may be checkpointed as it is.
@@ -95,7 +102,7 @@ class OptimizationCapabilities:
 
     modes: tuple[OptimizationMode, ...]
     devices: tuple[str, ...] = KNOWN_DEVICE_TYPES
-    dtypes: tuple[str, ...] = KNOWN_DTYPES
+    dtypes: tuple[str, ...] | None = None
     streaming_safe: bool = True
     distributed_safe: bool = False
     persistent: bool = False
@@ -108,7 +115,14 @@ class OptimizationCapabilities:
         object.__setattr__(self, "modes", _modes(self.modes, "OptimizationCapabilities.modes"))
         devices = _names(self.devices, KNOWN_DEVICE_TYPES, "OptimizationCapabilities.devices")
         object.__setattr__(self, "devices", devices)
-        object.__setattr__(self, "dtypes", _names(self.dtypes, KNOWN_DTYPES, "OptimizationCapabilities.dtypes"))
+        if self.dtypes is not None:
+            dtypes = _names(self.dtypes, KNOWN_DTYPES, "OptimizationCapabilities.dtypes")
+            if not dtypes:
+                raise OptimizationConfigurationError(
+                    "OptimizationCapabilities.dtypes: an empty tuple accepts no runtime; name at least one dtype of "
+                    f"{list(KNOWN_DTYPES)}, or pass None for a pass that works in any dtype"
+                )
+            object.__setattr__(self, "dtypes", dtypes)
         for name in (
             "streaming_safe",
             "distributed_safe",
@@ -147,10 +161,10 @@ class OptimizationCapabilities:
                 f"device {context.device!r} is not supported (supported device types: {', '.join(self.devices)}); "
                 "move the model to a supported device first"
             )
-        if context.dtype is not None and context.dtype not in self.dtypes:
+        if self.dtypes is not None and context.dtype is not None and context.dtype not in self.dtypes:
             reasons.append(
                 f"runtime dtype {context.dtype!r} is not supported (supported: {', '.join(self.dtypes)}); "
-                "load the model in a supported dtype first"
+                f"load or cast the model to {self.dtypes[0]} first (e.g. module.to(torch.{self.dtypes[0]}))"
             )
         if context.streaming and not self.streaming_safe:
             reasons.append("the runtime is used for streaming but the pass is not streaming-safe")
@@ -165,7 +179,7 @@ class OptimizationCapabilities:
         return {
             "modes": [m.value for m in self.modes],
             "devices": list(self.devices),
-            "dtypes": list(self.dtypes),
+            "dtypes": list(self.dtypes) if self.dtypes is not None else None,
             "streaming_safe": self.streaming_safe,
             "distributed_safe": self.distributed_safe,
             "persistent": self.persistent,
@@ -242,7 +256,9 @@ class OptimizationContext:
         mode: inference or training.
         device: the runtime's concrete device (``"cpu"``, ``"cuda:0"``), or ``None`` when the
             runtime is not a torch module (e.g. a C extension).
-        dtype: the runtime's floating dtype (``"float32"``...), or ``None`` when it has none.
+        dtype: the runtime's floating dtype (``"float32"``...), or ``None`` when it has none. Other
+            torch floating dtypes (``"float64"``) are kept as they are, so that passes which
+            declare dtypes refuse them.
         streaming: the runtime will be driven chunk by chunk with carried state.
         distributed: the runtime is (or will be) wrapped for distributed training.
         persist_result: the caller intends to checkpoint the transformed state.
@@ -280,7 +296,7 @@ class OptimizationContext:
                     )
                 object.__setattr__(self, "device", device)
             if self.dtype is not None:
-                dtype = normalize_dtype(self.dtype)
+                dtype = _context_dtype(self.dtype)
                 if dtype == "auto":
                     raise OptimizationConfigurationError(
                         "OptimizationContext.dtype must be a concrete dtype ('float32', 'float16', 'bfloat16')"
@@ -357,6 +373,19 @@ class OptimizationContext:
             "architecture_features": list(self.architecture_features),
             "architecture_passes": list(self.architecture_passes) if self.architecture_passes is not None else None,
         }
+
+
+def _context_dtype(value: object) -> str:
+    """A known dtype in canonical spelling, or another torch floating dtype name (``float64``) as is."""
+    text = str(value).strip().lower().removeprefix("torch.")
+    if text == "double":
+        return "float64"
+    try:
+        return normalize_dtype(text)
+    except DeviceError:
+        if _OTHER_FLOATING_DTYPE.fullmatch(text):
+            return text
+        raise
 
 
 def _dtype_names(values: Any) -> tuple[str, ...]:

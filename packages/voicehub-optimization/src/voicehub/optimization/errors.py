@@ -49,24 +49,66 @@ class OptimizationProtocolError(OptimizationError, TypeError):
         self.module = module
 
 
+class OptimizationValidationError(OptimizationError, RuntimeError):
+    """A pass's own ``validate()`` or ``manifest_configuration()`` raised a non-VoiceHub exception.
+
+    Raised while the plan is being validated: nothing was changed. It usually means a bug in the
+    pass (``validate`` should raise a VoiceHub error that names the mismatch).
+
+    Attributes:
+        pass_id: the pass whose check raised.
+        cause: the exception it raised.
+    """
+
+    def __init__(self, pass_id: str, stage: str, cause: BaseException):
+        self.pass_id = pass_id
+        self.cause = cause
+        super().__init__(
+            f"optimization pass {pass_id!r} raised {type(cause).__name__} in {stage}: {cause}; nothing was changed. "
+            f"Expected {stage} to succeed or raise a VoiceHub optimization error naming the mismatch: fix the pass, "
+            "or drop it from the plan"
+        )
+
+
+DEFAULT_RECOVERY = "do not use this runtime again: reload it from its checkpoint (build a new module)"
+"""How to recover a tainted or irreversibly changed bare runtime; task wrappers name their own way."""
+
+
 class OptimizationApplicationError(OptimizationError, RuntimeError):
-    """A pass failed while a plan was being applied; earlier reversible passes were rolled back.
+    """A pass failed while a plan was being applied; earlier passes were rolled back.
 
     Attributes:
         pass_id: the pass that failed.
         cause: the exception it raised.
         rollback_errors: ``(pass_id, message)`` for every earlier pass that could not be rolled
             back; empty when the runtime is back in its original state.
+        result: when ``rollback_errors`` is not empty, the *tainted* plan (an
+            ``OptimizationResult`` whose ``tainted`` says why): the runtime is partly changed and
+            must be rebuilt; ``None`` otherwise.
+        recovery: the sentence telling the caller how to get a usable runtime back.
     """
 
-    def __init__(self, pass_id: str, cause: BaseException, rollback_errors: Iterable[tuple[str, str]] = ()):
+    def __init__(
+        self,
+        pass_id: str,
+        cause: BaseException,
+        rollback_errors: Iterable[tuple[str, str]] = (),
+        *,
+        result: object | None = None,
+        recovery: str = DEFAULT_RECOVERY,
+    ):
         self.pass_id = pass_id
         self.cause = cause
         self.rollback_errors = tuple(rollback_errors)
+        self.result = result
+        self.recovery = recovery
         message = f"optimization pass {pass_id!r} failed: {type(cause).__name__}: {cause}"
         if self.rollback_errors:
             details = "; ".join(f"{pid}: {msg}" for pid, msg in self.rollback_errors)
-            message += f"; rolling back earlier passes ALSO failed ({details}); reload the model"
+            message += (
+                f"; rolling back earlier passes ALSO failed ({details}). The runtime is TAINTED (partly changed); "
+                f"further plans are refused. To recover, {recovery}"
+            )
         else:
             message += "; earlier passes were rolled back and the runtime is unchanged"
         super().__init__(message)
@@ -81,6 +123,7 @@ class OptimizationLifecycleError(OptimizationError, LifecycleError):
 
 
 __all__ = [
+    "DEFAULT_RECOVERY",
     "OptimizationApplicationError",
     "OptimizationCompatibilityError",
     "OptimizationConfigurationError",
@@ -88,4 +131,5 @@ __all__ = [
     "OptimizationLifecycleError",
     "OptimizationProtocolError",
     "OptimizationRestoreError",
+    "OptimizationValidationError",
 ]

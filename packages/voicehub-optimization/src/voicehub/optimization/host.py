@@ -10,14 +10,24 @@ runtime)`` and ``_optimization_architecture()``.
 At most one plan is active per mode, and only one mode at a time: a reversible plan must be
 restored before the runtime is used in the other mode, so inference-only state never leaks into
 a training graph (and the reverse).
+
+A plan that fails validation or application leaves the wrapper in the lifecycle state it had:
+when the runtime had to be loaded or switched to the plan's mode first, it is switched back. A
+plan whose rollback (or restore) fails leaves a *tainted* runtime: :meth:`active_optimization`
+reports it (``result.tainted``), every further plan and mode change is refused, and the errors
+say how to recover -- build a new wrapper with ``from_pretrained(...)``. A plan that is
+irreversible or tainted can only be discarded with the runtime it changed:
+:meth:`optimization_requires_reload` tells a host's ``unload()`` that dropping the runtime is
+the way back, and the plan is forgotten once the host no longer holds that runtime.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final, Literal
 
 from voicehub.optimization.capabilities import OptimizationContext, OptimizationMode
 from voicehub.optimization.errors import (
+    OptimizationApplicationError,
     OptimizationCompatibilityError,
     OptimizationConfigurationError,
     OptimizationLifecycleError,
@@ -27,6 +37,9 @@ from voicehub.optimization.passes import OptimizationResult
 from voicehub.optimization.registry import OPTIMIZATION_PASSES, OptimizationPassRegistry
 
 _RESULTS_ATTRIBUTE = "_voicehub_optimization_results"
+_UNKNOWN: Final = object()
+UNLOADED: Final = "unloaded"
+"""What :meth:`OptimizationHost._optimization_loaded_mode` returns for a host without a runtime."""
 
 
 class OptimizationHost:
@@ -42,8 +55,20 @@ class OptimizationHost:
     * ``_optimization_architecture()``: the ``voicehub.registry.ArchitectureSpec`` of the
       runtime, or ``None``.
 
+    Optional hooks, whose defaults read the public ``state``, ``runtime`` and ``unload()`` of
+    VoiceHub's task wrappers:
+
+    * ``_optimization_loaded_mode()``: the mode the runtime is loaded for, ``"unloaded"``, or
+      ``None`` when unknown (then a failed plan cannot switch the wrapper back);
+    * ``_optimization_loaded_runtime()``: the runtime currently held, to forget an irreversible
+      or tainted plan once that runtime was dropped;
+    * ``_release_optimization_runtime()``: drop the runtime (back to ``"unloaded"``);
+    * ``_optimization_recovery()``: the sentence telling users how to get a usable runtime
+      back after an irreversible or tainted plan.
+
     Hosts call :meth:`check_optimization_mode_change` before switching the runtime between
-    inference and training.
+    inference and training, and should let ``unload()`` drop a runtime whose plan
+    :meth:`optimization_requires_reload`.
     """
 
     # ---------------------------------------------------------------- hooks
@@ -55,6 +80,35 @@ class OptimizationHost:
 
     def _optimization_architecture(self) -> Any:
         return None
+
+    def _optimization_loaded_mode(self) -> OptimizationMode | Literal["unloaded"] | None:
+        state = getattr(self, "state", None)
+        value = getattr(state, "value", state)
+        if value in ("inference", "training"):
+            return OptimizationMode(value)
+        if value == "created":
+            return UNLOADED
+        return None
+
+    def _optimization_loaded_runtime(self) -> object:
+        return getattr(self, "runtime", _UNKNOWN)
+
+    def _release_optimization_runtime(self) -> None:
+        unload = getattr(self, "unload", None)
+        if not callable(unload):
+            raise OptimizationLifecycleError(
+                f"{type(self).__name__} has no unload(); implement _release_optimization_runtime() to drop the runtime"
+            )
+        unload()
+
+    def _optimization_recovery(self) -> str:
+        name = type(self).__name__
+        if not callable(getattr(type(self), "from_pretrained", None)):
+            return f"discard this {name} and build a new one (its runtime cannot be trusted any more)"
+        return (
+            f"build a new wrapper with {name}.from_pretrained(...) (or voicehub.AutoModel.from_pretrained(...) with "
+            "the same arguments) and use it instead of this one"
+        )
 
     # ---------------------------------------------------------------- state
     def _optimization_results(self) -> dict[OptimizationMode, OptimizationResult]:
@@ -76,8 +130,46 @@ class OptimizationHost:
     def active_optimization(
         self, mode: OptimizationMode | str = OptimizationMode.INFERENCE
     ) -> OptimizationResult | None:
-        """The plan currently applied in ``mode``, or ``None``."""
-        return self._optimization_results().get(OptimizationMode.parse(mode))
+        """The plan currently applied in ``mode`` (possibly tainted: see ``result.tainted``), or ``None``.
+
+        An irreversible or tainted plan is forgotten once the host no longer holds the runtime
+        it changed (the runtime was unloaded or rebuilt).
+        """
+        mode = OptimizationMode.parse(mode)
+        results = self._optimization_results()
+        result = results.get(mode)
+        if result is not None and result.requires_reload:
+            current = self._optimization_loaded_runtime()
+            if current is not _UNKNOWN and current is not result.model and current is not result.original_model:
+                del results[mode]
+                return None
+        return result
+
+    def optimization_requires_reload(self, mode: OptimizationMode | str = OptimizationMode.INFERENCE) -> bool:
+        """True when the plan active in ``mode`` is irreversible or tainted.
+
+        Such a plan cannot be restored; the only way back to the original runtime is dropping
+        this one (``unload()`` then ``load()``, or a new wrapper), so a host's ``unload()`` may
+        discard it. False when no plan is active or the plan can be restored.
+        """
+        result = self.active_optimization(mode)
+        return result is not None and result.requires_reload
+
+    def _blocked_message(self, mode: OptimizationMode, result: OptimizationResult) -> str:
+        if result.tainted is not None:
+            return (
+                f"the runtime is TAINTED by a failed optimization plan in {mode.value!r} mode ({result.tainted}); "
+                f"it cannot be restored or optimized again. To recover, {self._optimization_recovery()}"
+            )
+        if not result.reversible:
+            return (
+                f"an irreversible optimization plan {list(result.outcomes())} is active in {mode.value!r} mode; it "
+                f"cannot be restored. To get the original runtime back, {self._optimization_recovery()}"
+            )
+        return (
+            f"an optimization plan {list(result.outcomes())} is already active in {mode.value!r} mode; call "
+            f"restore_optimization_plan(mode={mode.value!r}) first"
+        )
 
     def check_optimization_mode_change(self, target_mode: OptimizationMode | str) -> None:
         """Refuse to move the runtime to ``target_mode`` while another mode's plan is active.
@@ -86,17 +178,12 @@ class OptimizationHost:
             OptimizationLifecycleError: (a ``LifecycleError``) naming the active plan and the fix.
         """
         target = OptimizationMode.parse(target_mode)
-        for mode, result in self._optimization_results().items():
-            if mode is target:
+        for mode in OptimizationMode:
+            result = self.active_optimization(mode)
+            if result is None or (mode is target and result.tainted is None):
                 continue
-            fix = (
-                f"call restore_optimization_plan(mode={mode.value!r}) first"
-                if result.reversible
-                else "the plan is irreversible: reload the model"
-            )
             raise OptimizationLifecycleError(
-                f"an optimization plan {list(result.outcomes())} is active in {mode.value!r} mode; cannot switch "
-                f"to {target.value!r} mode: {fix}"
+                f"cannot switch to {target.value!r} mode: {self._blocked_message(mode, result)}"
             )
 
     def apply_optimization_plan(
@@ -108,6 +195,10 @@ class OptimizationHost:
         registry: OptimizationPassRegistry | None = None,
     ) -> OptimizationResult:
         """Load the runtime for ``mode`` and apply ``plan`` to it, transactionally.
+
+        Everything that can be checked without the runtime (the plan, the modes, an explicit
+        context) is checked before the runtime is loaded or switched to ``mode``; if the plan
+        then fails, the wrapper is switched back to the lifecycle state it had.
 
         Args:
             plan: a pass name (``"eval-mode"``), a pass instance, or an ordered sequence of them.
@@ -121,20 +212,20 @@ class OptimizationHost:
             :meth:`restore_optimization_plan` are equivalent.
 
         Raises:
-            OptimizationLifecycleError: a plan is already active in this mode, or a plan is
-                active in the other mode.
-            OptimizationConfigurationError: for a malformed plan or a context of another mode.
-            OptimizationCompatibilityError, OptimizationProtocolError: before anything changed.
-            OptimizationApplicationError: a pass failed and earlier passes were rolled back.
+            OptimizationLifecycleError: a plan is already active in this mode, a plan is active in
+                the other mode, or the runtime is tainted.
+            OptimizationConfigurationError: for a malformed plan (including an irreversible pass
+                that is not last) or a context of another mode.
+            OptimizationCompatibilityError, OptimizationProtocolError,
+            OptimizationValidationError: before anything changed.
+            OptimizationApplicationError: a pass failed and earlier passes were rolled back; if the
+                rollback failed too, the runtime is tainted and the message says how to recover.
         """
         mode = OptimizationMode.parse(mode)
-        self.check_optimization_mode_change(mode)
         active = self.active_optimization(mode)
         if active is not None:
-            raise OptimizationLifecycleError(
-                f"an optimization plan {list(active.outcomes())} is already active in {mode.value!r} mode; call "
-                f"restore_optimization_plan(mode={mode.value!r}) before applying another"
-            )
+            raise OptimizationLifecycleError(f"cannot apply another plan: {self._blocked_message(mode, active)}")
+        self.check_optimization_mode_change(mode)
         if context is not None and context.mode is not mode:
             raise OptimizationConfigurationError(
                 f"context.mode={context.mode.value!r} disagrees with mode={mode.value!r}"
@@ -148,16 +239,41 @@ class OptimizationHost:
                     instance.pass_id,
                     (f"pass {name!r} supports {supported} mode, not {mode.value!r}; nothing was loaded or changed",),
                 )
+            if context is not None:
+                reasons = instance.capabilities.incompatibilities(context)
+                if reasons:
+                    raise OptimizationCompatibilityError(instance.pass_id, (*reasons, "nothing was loaded or changed"))
+        recovery = self._optimization_recovery()
+        previous = self._optimization_loaded_mode()
         runtime = self._optimization_runtime(mode)
-        ctx = infer_context(runtime, mode) if context is None else context
-        result = manager.apply_resolved(runtime, resolved, ctx, architecture=self._optimization_architecture())
+        try:
+            ctx = infer_context(runtime, mode) if context is None else context
+            result = manager.apply_resolved(
+                runtime, resolved, ctx, architecture=self._optimization_architecture(), recovery=recovery
+            )
+        except OptimizationApplicationError as err:
+            if isinstance(err.result, OptimizationResult):  # rollback failed: the runtime stays, tainted
+                self._optimization_results()[mode] = err.result
+            else:
+                self._return_to_lifecycle_state(previous, mode, err)
+            raise
+        except BaseException as err:
+            self._return_to_lifecycle_state(previous, mode, err)
+            raise
+        result.set_recovery(recovery)
+        results = self._optimization_results()
         if result.model is not runtime:
             try:
                 self._set_optimization_runtime(mode, result.model)
-            except BaseException:
-                result.restore()
+            except BaseException as err:
+                try:
+                    result.restore()
+                except BaseException as restore_error:
+                    results[mode] = result  # tainted by the failed restore; active_optimization reports it
+                    err.add_note(f"restoring the plan after that failure ALSO failed: {restore_error}")
+                    raise
+                self._return_to_lifecycle_state(previous, mode, err)
                 raise
-        results = self._optimization_results()
         results[mode] = result
 
         def forget(original: object) -> None:
@@ -168,12 +284,30 @@ class OptimizationHost:
         result.add_restore_callback(forget)
         return result
 
+    def _return_to_lifecycle_state(
+        self, previous: OptimizationMode | Literal["unloaded"] | None, mode: OptimizationMode, error: BaseException
+    ) -> None:
+        """After a failed plan, switch the wrapper back to the state it had before ``apply_optimization_plan``."""
+        if previous is None or previous is mode:
+            return
+        try:
+            if previous == UNLOADED:
+                self._release_optimization_runtime()
+            else:
+                self._optimization_runtime(OptimizationMode(previous))
+        except Exception as switch_error:
+            error.add_note(
+                f"switching the wrapper back to {str(previous)!r} after the failure ALSO failed: "
+                f"{type(switch_error).__name__}: {switch_error}; call unload() or load() yourself"
+            )
+
     def restore_optimization_plan(self, mode: OptimizationMode | str = OptimizationMode.INFERENCE) -> None:
         """Undo the plan active in ``mode`` and reinstall the original runtime.
 
         Raises:
             OptimizationLifecycleError: if no plan is active in ``mode``.
-            OptimizationRestoreError: if the plan holds an irreversible change (reload the model).
+            OptimizationRestoreError: if the plan is irreversible or tainted, or a restore fails
+                (the runtime is then tainted); the message says how to recover.
         """
         mode = OptimizationMode.parse(mode)
         result = self.active_optimization(mode)
@@ -184,4 +318,4 @@ class OptimizationHost:
         result.restore()
 
 
-__all__ = ["OptimizationHost"]
+__all__ = ["UNLOADED", "OptimizationHost"]

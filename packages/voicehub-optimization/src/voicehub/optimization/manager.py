@@ -3,7 +3,9 @@
 ``OptimizationPassManager().apply(runtime, ("eval-mode", "int8-dynamic"), context)``:
 
 1. resolves names through a registry (names and pass instances may be mixed);
-2. refuses a plan that names a pass twice (by name or by ``pass_id@version``);
+2. refuses a plan that names a pass twice (by name or by ``pass_id@version``), and a plan in
+   which an irreversible pass is followed by another pass: irreversible passes may only come
+   last, because a later failure could not be rolled back past them;
 3. snapshots every pass's declaration (id, kind, version, configuration, capabilities);
 4. validates every pass against the runtime, the context and the architecture's verified
    facts -- nothing has changed yet, so any error here leaves the runtime untouched. A pass the
@@ -13,23 +15,33 @@
    pass after the first, its capabilities are checked again against the device and dtype the
    runtime has *now* (a ``dtype`` pass makes a later float32-only pass impossible);
 6. if a pass fails, restores the earlier passes in reverse order and raises
-   :class:`~voicehub.optimization.errors.OptimizationApplicationError`.
+   :class:`~voicehub.optimization.errors.OptimizationApplicationError`. If a restore itself
+   fails, the error carries a *tainted* :class:`~voicehub.optimization.passes.OptimizationResult`
+   (``error.result``): the runtime is partly changed and must be rebuilt.
+
+An exception that is not a VoiceHub error, raised by a pass's own ``validate()`` or
+``manifest_configuration()``, becomes an
+:class:`~voicehub.optimization.errors.OptimizationValidationError` naming the pass (nothing has
+changed at that point).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from voicehub.core import strict_json
-from voicehub.core.errors import StrictJSONError
-from voicehub.optimization.capabilities import OptimizationContext, OptimizationMode
+from voicehub.core.errors import StrictJSONError, VoiceHubError
+from voicehub.optimization.capabilities import KNOWN_DTYPES, OptimizationContext, OptimizationMode
 from voicehub.optimization.errors import (
+    DEFAULT_RECOVERY,
     OptimizationApplicationError,
     OptimizationCompatibilityError,
     OptimizationConfigurationError,
+    OptimizationValidationError,
 )
 from voicehub.optimization.passes import (
     FORBIDDEN_OUTCOMES,
@@ -37,9 +49,13 @@ from voicehub.optimization.passes import (
     OptimizationPass,
     OptimizationResult,
     PassResult,
+    normalize_outcome,
     restore_pass,
+    speed_claims,
 )
 from voicehub.optimization.registry import OPTIMIZATION_PASSES, OptimizationPassRegistry
+
+_T = TypeVar("_T")
 
 PlanItem = str | OptimizationPass
 """One plan entry: a registry name or a configured pass instance."""
@@ -69,9 +85,12 @@ def _plan_items(plan: Plan) -> tuple[PlanItem, ...]:
 def infer_context(runtime: object, mode: OptimizationMode | str = OptimizationMode.INFERENCE) -> OptimizationContext:
     """Describe a runtime: its device and floating dtype, read from its first parameter or buffer.
 
-    A runtime that is not a ``torch.nn.Module`` (or has no floating tensors) gets ``device=None``
-    and ``dtype=None``: device- and dtype-bound passes then report not-applicable. torch is not
-    imported by this function; a torch module implies torch is already loaded.
+    A runtime that is not a ``torch.nn.Module`` gets ``device=None`` and ``dtype=None``: device-
+    and dtype-bound passes then report not-applicable; a module without floating tensors gets
+    ``dtype=None``. A floating dtype other than float32/float16/bfloat16 (``float64``) is reported
+    as it is -- also when only some tensors have it -- so every pass that declares dtypes refuses
+    the runtime before any change. torch is not imported by this function; a torch module implies
+    torch is already loaded.
 
     Args:
         runtime: the object the plan will be applied to.
@@ -83,14 +102,17 @@ def infer_context(runtime: object, mode: OptimizationMode | str = OptimizationMo
         return OptimizationContext(mode=mode, device=None, dtype=None)
     device: str | None = None
     dtype: str | None = None
-    tensors = [*runtime.parameters(), *runtime.buffers()]
-    for tensor in tensors:
+    for tensor in (*runtime.parameters(), *runtime.buffers()):
         if device is None:
             device = str(tensor.device)
-        if dtype is None and tensor.is_floating_point():
-            dtype = str(tensor.dtype).removeprefix("torch.")
-    if dtype not in (None, "float32", "float16", "bfloat16"):
-        dtype = None
+        if not tensor.is_floating_point():
+            continue
+        name = str(tensor.dtype).removeprefix("torch.")
+        if dtype is None:
+            dtype = name
+        if name not in KNOWN_DTYPES:  # one float64 tensor is enough for dtype-bound passes to refuse
+            dtype = name
+            break
     if device == "cuda":
         device = "cuda:0"
     return OptimizationContext(mode=mode, device=device or "cpu", dtype=dtype)
@@ -110,7 +132,8 @@ class OptimizationPassManager:
         """Turn a plan into ``(name, pass)`` pairs and refuse duplicates.
 
         Raises:
-            OptimizationConfigurationError: for an empty or malformed plan, or a pass named twice.
+            OptimizationConfigurationError: for an empty or malformed plan, a pass named twice, or
+                an irreversible pass that is not the last one.
             UnknownModelError: for an unregistered name, listing the registered ones.
         """
         resolved: list[tuple[str, OptimizationPass]] = []
@@ -132,6 +155,14 @@ class OptimizationPassManager:
                 )
             seen_names.add(name)
             seen_ids.add(instance.qualified_id)
+        for index, (name, instance) in enumerate(resolved[:-1]):
+            if not instance.capabilities.reversible:
+                later = [n for n, _ in resolved[index + 1 :]]
+                raise OptimizationConfigurationError(
+                    f"the optimization plan puts the irreversible pass {name!r} before {later}; irreversible passes "
+                    "may only come last in a plan (if a later pass failed, the change could not be rolled back and "
+                    f"the runtime would be left corrupted). Nothing was changed: move {name!r} to the end of the plan"
+                )
         return tuple(resolved)
 
     def validate(
@@ -179,8 +210,10 @@ class OptimizationPassManager:
         Raises:
             OptimizationCompatibilityError, OptimizationProtocolError,
             OptimizationConfigurationError: before anything changed.
+            OptimizationValidationError: a pass's own check raised a non-VoiceHub exception.
             OptimizationApplicationError: a pass failed during application; the earlier passes
-                were rolled back (see its ``rollback_errors``).
+                were rolled back (see its ``rollback_errors``; when they are not empty,
+                ``error.result`` is the tainted plan).
         """
         return self.apply_resolved(model, self.resolve(plan), context, architecture=architecture)
 
@@ -191,10 +224,16 @@ class OptimizationPassManager:
         context: OptimizationContext | None = None,
         *,
         architecture: object | None = None,
+        recovery: str = DEFAULT_RECOVERY,
     ) -> OptimizationResult:
-        """Like :meth:`apply`, for a plan already turned into ``(name, pass)`` pairs by :meth:`resolve`."""
+        """Like :meth:`apply`, for a plan already turned into ``(name, pass)`` pairs by :meth:`resolve`.
+
+        Args:
+            recovery: the sentence a tainted runtime's errors use to say how to get a usable
+                runtime back (task wrappers name their own way).
+        """
         ctx = self._context(model, context, architecture)
-        declarations = [instance.declaration() for _, instance in resolved]
+        declarations = [_checked(i, "manifest_configuration()", i.declaration) for _, i in resolved]
         declined = self._validate(model, resolved, ctx)
 
         applied: list[AppliedPass] = []
@@ -225,7 +264,27 @@ class OptimizationPassManager:
                     )
                     last = returned.model
                 rollback_errors = _rollback(undo, last, ctx)
-                raise OptimizationApplicationError(instance.pass_id, err, rollback_errors) from err
+                tainted: OptimizationResult | None = None
+                if rollback_errors:
+                    failed = "; ".join(f"{pid}: {msg}" for pid, msg in rollback_errors)
+                    tainted = OptimizationResult(
+                        model=model,
+                        original_model=model,
+                        context=ctx,
+                        applied=tuple(undo),
+                        tainted=f"pass {instance.pass_id!r} failed ({type(err).__name__}: {err}) and rolling back "
+                        f"failed ({failed})",
+                        recovery=recovery,
+                    )
+                error = OptimizationApplicationError(
+                    instance.pass_id, err, rollback_errors, result=tainted, recovery=recovery
+                )
+                if tainted is not None:
+                    from voicehub.optimization.builtin._runtime import refuse_tainted_calls
+
+                    for runtime in {id(model): model, id(last): last}.values():
+                        refuse_tainted_calls(runtime, f"the runtime is TAINTED and must not be used: {error}")
+                raise error from err
             applied.append(AppliedPass(name=name, optimization_pass=instance, result=result, declaration=declaration))
             current = result.model
         return OptimizationResult(model=current, original_model=model, context=ctx, applied=tuple(applied))
@@ -277,8 +336,18 @@ class OptimizationPassManager:
                             f"{instance.compatibility_kind!r} among its verified optimization passes {list(verified)}",
                         ),
                     )
-            instance.validate(model, ctx)
+            _checked(instance, "validate()", functools.partial(instance.validate, model, ctx))
         return declined
+
+
+def _checked(instance: OptimizationPass, stage: str, call: Callable[[], _T]) -> _T:
+    """Run a pass's own check; a non-VoiceHub exception becomes an error naming the pass."""
+    try:
+        return call()
+    except VoiceHubError:
+        raise
+    except Exception as err:
+        raise OptimizationValidationError(instance.pass_id, stage, err) from err
 
 
 def _staged_context(ctx: OptimizationContext, runtime: object) -> OptimizationContext:
@@ -295,14 +364,21 @@ def _check_result(instance: OptimizationPass, result: object) -> PassResult:
             f"{type(instance).__name__}.apply() returned {type(result).__name__}, expected a PassResult"
         )
     outcome = result.metadata.get("outcome")
-    if not isinstance(outcome, str) or not outcome:
+    if not isinstance(outcome, str) or not outcome.strip():
         raise OptimizationConfigurationError(
             f"{instance.pass_id}: PassResult.metadata must contain a non-empty string 'outcome'"
         )
-    if outcome in FORBIDDEN_OUTCOMES:
+    if normalize_outcome(outcome) in FORBIDDEN_OUTCOMES:
         raise OptimizationConfigurationError(
             f"{instance.pass_id}: outcome {outcome!r} is not allowed; report 'not-applicable' with a reason for an "
             "unchanged runtime, or a factual outcome such as 'configured'"
+        )
+    claims = speed_claims(dict(result.metadata))
+    if claims:
+        raise OptimizationConfigurationError(
+            f"{instance.pass_id}: PassResult.metadata claims a speed-up ({'; '.join(claims)}); a manifest records "
+            "what a pass did, never its effect on speed. Report a factual outcome such as 'configured' and measure "
+            "speed with benchmarks/optimization_passes.py"
         )
     if result.is_not_applicable and result.model is not result.state.get("model"):
         raise OptimizationConfigurationError(f"{instance.pass_id}: a not-applicable result must keep the runtime")

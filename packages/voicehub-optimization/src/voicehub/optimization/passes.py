@@ -11,6 +11,7 @@ absent returns :meth:`~OptimizationPass.not_applicable_result`: an unchanged run
 from __future__ import annotations
 
 import abc
+import re
 import types
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from voicehub.core.errors import StrictJSONError
 from voicehub.core.strict_json import JSONValue
 from voicehub.optimization.capabilities import OptimizationCapabilities, OptimizationContext
 from voicehub.optimization.errors import (
+    DEFAULT_RECOVERY,
     OptimizationCompatibilityError,
     OptimizationConfigurationError,
     OptimizationRestoreError,
@@ -33,8 +35,54 @@ OUTCOME_NOT_APPLICABLE: Final = "not-applicable"
 NOT_APPLICABLE_STATE_KIND: Final = "not-applicable"
 """``PassResult.state["kind"]`` of a not-applicable result."""
 FORBIDDEN_OUTCOMES: Final = frozenset({"skipped", "accelerated", "optimized"})
-"""Outcomes a pass may not report: a skip must be ``not-applicable`` with a reason, and speed is
-only ever claimed by a benchmark, never by a manifest."""
+"""Outcomes a pass may not report (compared after :func:`normalize_outcome`): a skip must be
+``not-applicable`` with a reason, and speed is only ever claimed by a benchmark, never by a
+manifest (see also :func:`speed_claims`)."""
+
+_SPEED_CLAIM: Final = re.compile(
+    r"accelerat\w*|\bfaster\b|\bquicker\b|\bspeed[\s-]*ups?\b|\bboost\w*|\bsped\s+up\b", re.IGNORECASE
+)
+
+
+def normalize_outcome(outcome: str) -> str:
+    """``outcome`` lowercased, with surrounding whitespace removed and inner runs collapsed to one space."""
+    return " ".join(outcome.split()).lower()
+
+
+def speed_claims(value: object, where: str = "metadata") -> list[str]:
+    """Every speed claim in a strict-JSON value: keys and strings that use speed-up vocabulary.
+
+    The vocabulary, matched case-insensitively with ``_`` read as a space: ``accelerat*``,
+    ``faster`` (so ``"2.4x faster"``), ``quicker``, ``speedup``/``speed-up``/``speed up``,
+    ``sped up`` and ``boost*``. A manifest records what a pass did; speed is measured only by
+    ``benchmarks/optimization_passes.py``, so any such word is refused (there is no exception
+    for cited measurements: put the measurement in the benchmark table instead).
+
+    Args:
+        value: the metadata (nested mappings, lists and scalars).
+        where: the path of ``value``, used in the returned descriptions.
+
+    Returns:
+        One ``"<path>: <text>"`` description per offending key or string; empty when there is none.
+    """
+    found: list[str] = []
+
+    def claims(text: str) -> bool:
+        return _SPEED_CLAIM.search(text.replace("_", " ")) is not None
+
+    if isinstance(value, str):
+        if claims(value):
+            found.append(f"{where}: {value!r}")
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if claims(str(key)):
+                found.append(f"{where} key {str(key)!r}")
+            found.extend(speed_claims(item, f"{where}[{str(key)!r}]"))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            found.extend(speed_claims(item, f"{where}[{index}]"))
+    return found
+
 
 ModelRestorer = Callable[[object], None]
 
@@ -296,12 +344,16 @@ class OptimizationResult:
         original_model: object,
         context: OptimizationContext,
         applied: tuple[AppliedPass, ...],
+        tainted: str | None = None,
+        recovery: str = DEFAULT_RECOVERY,
     ) -> None:
         self._model = model
         self._original_model = original_model
         self._context = context
         self._applied = applied
         self._restored = False
+        self._tainted = tainted
+        self._recovery = recovery
         self._on_restore: list[ModelRestorer] = []
 
     @property
@@ -331,8 +383,33 @@ class OptimizationResult:
 
     @property
     def reversible(self) -> bool:
-        """True when every pass can be undone (not-applicable results always can)."""
-        return all(p.result.is_not_applicable or p.optimization_pass.capabilities.reversible for p in self._applied)
+        """True when every pass can be undone (not-applicable results always can) and the runtime is not tainted."""
+        return self._tainted is None and all(
+            p.result.is_not_applicable or p.optimization_pass.capabilities.reversible for p in self._applied
+        )
+
+    @property
+    def tainted(self) -> str | None:
+        """Why the runtime is *tainted* -- partly changed after a failed rollback or restore -- or ``None``.
+
+        A tainted runtime cannot be restored or optimized again; :attr:`recovery` says how to get
+        a usable one back.
+        """
+        return self._tainted
+
+    @property
+    def requires_reload(self) -> bool:
+        """True when the only way back to the original runtime is rebuilding it (irreversible or tainted)."""
+        return not self._restored and not self.reversible
+
+    @property
+    def recovery(self) -> str:
+        """How to get a usable runtime back when :attr:`requires_reload` is true."""
+        return self._recovery
+
+    def set_recovery(self, recovery: str) -> None:
+        """Replace the :attr:`recovery` sentence (task wrappers name their own way back)."""
+        self._recovery = recovery
 
     def outcomes(self) -> dict[str, str]:
         """``{name: outcome}`` for every pass, in plan order."""
@@ -362,6 +439,8 @@ class OptimizationResult:
             "passes": passes,
             "restored": self._restored,
         }
+        if self._tainted is not None:
+            document["tainted"] = self._tainted
         checked: dict[str, JSONValue] = strict_json.loads(strict_json.dumps(document))
         return checked
 
@@ -431,11 +510,17 @@ class OptimizationResult:
         """Undo every pass in reverse order and return the original runtime.
 
         Raises:
-            OptimizationRestoreError: if the plan was already restored, or contains a pass that
-                changed the runtime irreversibly (nothing is undone then), or a restore failed.
+            OptimizationRestoreError: if the plan was already restored, is tainted, or contains a
+                pass that changed the runtime irreversibly (nothing is undone then); or a restore
+                failed -- the result is then tainted, and the message says how to recover.
         """
         if self._restored:
             raise OptimizationRestoreError("this optimization plan was already restored")
+        if self._tainted is not None:
+            raise OptimizationRestoreError(
+                f"the optimization plan cannot be restored: the runtime is tainted ({self._tainted}); to recover, "
+                f"{self._recovery}"
+            )
         irreversible = [
             p.name
             for p in self._applied
@@ -443,11 +528,25 @@ class OptimizationResult:
         ]
         if irreversible:
             raise OptimizationRestoreError(
-                f"the plan cannot be restored: pass(es) {irreversible} are irreversible; reload the model instead"
+                f"the optimization plan cannot be restored: pass(es) {irreversible} are irreversible; to get the "
+                f"original runtime back, {self._recovery}"
             )
         model = self._model
-        for applied in reversed(self._applied):
-            model = restore_pass(applied, model, self._context)
+        for index, applied in enumerate(reversed(self._applied)):
+            try:
+                model = restore_pass(applied, model, self._context)
+            except OptimizationRestoreError as err:
+                done = [p.name for p in reversed(self._applied)][:index]
+                self._tainted = f"{err} (after restoring {done})"
+                message = (
+                    f"restoring the optimization plan failed: {err}. The runtime is TAINTED (partly restored); further "
+                    f"plans are refused. To recover, {self._recovery}"
+                )
+                from voicehub.optimization.builtin._runtime import refuse_tainted_calls
+
+                for runtime in {id(self._model): self._model, id(model): model}.values():
+                    refuse_tainted_calls(runtime, f"the runtime is TAINTED and must not be used: {message}")
+                raise OptimizationRestoreError(message) from err
         self._restored = True
         for callback in self._on_restore:
             callback(model)
@@ -486,5 +585,7 @@ __all__ = [
     "OptimizationPass",
     "OptimizationResult",
     "PassResult",
+    "normalize_outcome",
     "restore_pass",
+    "speed_claims",
 ]

@@ -14,7 +14,11 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from voicehub.optimization.errors import OptimizationProtocolError, OptimizationRestoreError
+from voicehub.optimization.errors import (
+    OptimizationLifecycleError,
+    OptimizationProtocolError,
+    OptimizationRestoreError,
+)
 
 EXECUTION_METHODS_PROTOCOL: Final = "optimization_execution_methods"
 _MISSING: Final = object()
@@ -114,6 +118,30 @@ def unpatch_methods(runtime: object, token: Mapping[str, object], pass_id: str) 
     _put_back(runtime, token)
 
 
+def refuse_tainted_calls(runtime: object, message: str) -> None:
+    """Make every execution method of a tainted runtime raise ``OptimizationLifecycleError(message)``.
+
+    A runtime whose rollback failed is partly changed: computing with it would give silently
+    wrong outputs (a VAD finding 6 segments instead of 19). Best effort: a method that cannot be
+    replaced (a read-only attribute) is left as it is; a malformed execution-method protocol
+    falls back to ``forward``.
+    """
+    try:
+        names = execution_methods(runtime, "voicehub.tainted-runtime")
+    except Exception:
+        names = ("forward",)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise OptimizationLifecycleError(message)
+
+    for name in names:
+        if callable(getattr(runtime, name, None)):
+            try:
+                setattr(runtime, name, refuse)
+            except Exception:  # a read-only attribute: nothing more can be done
+                continue
+
+
 def _put_back(runtime: object, previous: Mapping[str, object]) -> None:
     for name, value in previous.items():
         if value is _MISSING:
@@ -127,6 +155,7 @@ __all__ = [
     "execution_methods",
     "not_a_module_reason",
     "patch_methods",
+    "refuse_tainted_calls",
     "torch_module",
     "unpatch_methods",
 ]

