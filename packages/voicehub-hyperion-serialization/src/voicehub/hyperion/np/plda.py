@@ -221,6 +221,7 @@ class _EMStats:
     """
 
     counts: FloatArray  # (classes,)
+    size_index: NDArray[np.intp]  # (classes,) index of each class's size in ``sizes``
     sums: FloatArray  # (classes, dim)
     scatter: FloatArray  # (dim, dim)
     total: float  # number of vectors
@@ -231,6 +232,15 @@ class _EMStats:
     # (W, log det W) of the precision the last M-step produced from its Cholesky factor, so the
     # next ELBO need not factor W again.
     w_logdet: list[Any] = field(default_factory=lambda: [None, 0.0])
+    # (mu, F - N mu) for a mean that stays fixed during the fit (update_mu=False).
+    centred: list[Any] = field(default_factory=lambda: [None, None])
+
+    def centred_sums(self, mu: FloatArray) -> FloatArray:
+        """``F_i - N_i mu`` (classes, dim), computed once per fixed ``mu``."""
+        if self.centred[0] is not mu:
+            self.centred[:] = [mu, self.sums - self.counts[:, None] * mu]
+        out: FloatArray = self.centred[1]
+        return out
 
     def logdet_w(self, w: FloatArray) -> float:
         """log det of the precision ``w``: remembered if the last M-step made it, else factored."""
@@ -240,9 +250,10 @@ class _EMStats:
 
     @classmethod
     def build(cls, counts: FloatArray, sums: FloatArray, scatter: FloatArray) -> _EMStats:
-        sizes, size_counts = np.unique(counts, return_counts=True)
+        sizes, size_index, size_counts = np.unique(counts, return_inverse=True, return_counts=True)
         return cls(
             counts=counts,
+            size_index=size_index.reshape(-1),
             sums=np.ascontiguousarray(sums),
             scatter=scatter,
             total=float(counts.sum()),
@@ -605,12 +616,15 @@ class SPLDA(_PLDABase):
         # _q) and the M-step solves there too; only V (and, for the MD step, the y covariance)
         # is rotated back. gamma_q = (F_i - N_i mu) W V^T Q without the centred copy of F.
         proj = wv @ q  # (dim, y_dim)
-        gamma_q = stats.sums @ proj
-        gamma_q -= counts[:, None] * (mu @ proj)
-        inv_diag = 1.0 / (1.0 + counts[:, None] * lam)  # (classes, y_dim) eigenvalues of L_i^-1
-        y_q = gamma_q * inv_diag
-        # Per-class terms that depend only on N_i: summed over the distinct class sizes.
+        if self.update_mu:
+            gamma_q = stats.sums @ proj
+            gamma_q -= counts[:, None] * (mu @ proj)
+        else:  # mu is fixed for the whole fit: centre the sums once
+            gamma_q = stats.centred_sums(self.mu if self.mu is mu else mu) @ proj
+        # Eigenvalues of L_i^-1 depend on the class only through N_i: one row per distinct size.
         inv_size = 1.0 / (1.0 + stats.sizes[:, None] * lam)  # (distinct, y_dim)
+        y_q = gamma_q * inv_size[stats.size_index]
+        # Per-class terms that depend only on N_i: summed over the distinct class sizes.
         logdet_l_sum = float(stats.size_counts @ np.log1p(stats.sizes[:, None] * lam).sum(axis=1))
         logpy_sum = -0.5 * num_classes * y_dim * _LOG_2PI + 0.5 * (logdet_l_sum - float(np.vdot(y_q, gamma_q)))
         # ELBO (for monitoring), as upstream Hyperion computes it; tr(W S_hat) with the centred
@@ -650,7 +664,7 @@ class SPLDA(_PLDABase):
         if self.update_V:
             if self.update_mu:
                 r_tilde = np.block([[ry_q, ry1_q[:, None]], [ry1_q[None, :], np.array([[total]])]])
-                v_tilde = linalg.solve(r_tilde, np.hstack([cy_q, f_tot[:, None]]).T, assume_a="pos")
+                v_tilde = _solve_pd(r_tilde, np.hstack([cy_q, f_tot[:, None]]).T)
                 v_q, mu = v_tilde[:-1], v_tilde[-1]
                 # At the joint ML solution the quadratic terms cancel: W^-1 = (S - Cy V - f mu^T) / N.
                 cov_w = scatter - cy_q @ v_q - np.outer(f_tot, mu)
@@ -672,13 +686,13 @@ class SPLDA(_PLDABase):
             cvt = np.hstack([cy, f_tot[:, None]]) @ v_tilde
             cov_w = scatter - cvt - cvt.T + v_tilde.T @ r_tilde @ v_tilde
         if self.update_W:
-            cov_w = shrink(cov_w / total, self.shrinkage)
+            shrunk = shrink(cov_w / total, self.shrinkage)
             if self.fullcov_W:
-                factor = chol_pd(cov_w, "within-class covariance")
+                factor = chol_pd(shrunk, "within-class covariance")
                 self.W = _inv_from_chol(factor)
                 stats.w_logdet[:] = [self.W, -2.0 * float(np.sum(np.log(np.diag(factor))))]
             else:
-                self.W = np.diag(1.0 / np.diag(cov_w))
+                self.W = np.diag(1.0 / np.diag(shrunk))
         self.mu, self.V = mu, v
 
     def sample(self, num_classes: int, num_per_class: int, rng: np.random.Generator) -> tuple[FloatArray, NDArray[Any]]:
