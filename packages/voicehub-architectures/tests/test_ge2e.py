@@ -120,6 +120,27 @@ def test_silence_raises_instead_of_returning_nan(encoder: GE2ESpeakerEncoder) ->
         preprocess(hiss, encoder.config)
 
 
+@pytest.mark.parametrize("num_samples", [0, 1, 320, 479, 480, 481, 959, 960, 1600, 4800])
+def test_voiced_mask_covers_the_whole_windows_of_any_length(encoder: GE2ESpeakerEncoder, num_samples: int) -> None:
+    """Real speech cut to 0-300 ms: 0 windows used to give a 2-long mask (np.convolve swaps operands when the
+    padding is shorter than the kernel) and an IndexError in preprocess."""
+    speech = load_audio(LIBRIVOX[1]).samples[8000 : 8000 + num_samples]
+    mask = voiced_mask(speech, encoder.config)
+    assert mask.dtype == np.bool_ and mask.shape == (num_samples // 480 * 480,)
+    assert dilate(np.zeros(0, bool), 7).shape == (0,)
+
+
+@pytest.mark.parametrize("duration_s", [0.02, 0.037, 0.1])
+def test_too_short_speech_raises_the_no_speech_error_not_index_error(
+    encoder: GE2ESpeakerEncoder, duration_s: float
+) -> None:
+    speech = load_audio(LIBRIVOX[1]).samples[8000 : 8000 + round(duration_s * 16000)]
+    with pytest.raises(AudioError, match=rf"found no speech in {duration_s:.3f} s of audio .*trim_silence=False"):
+        preprocess(speech, encoder.config)
+    untrimmed = preprocess(speech, encoder.config.replace(trim_silence=False))
+    assert untrimmed.shape == speech.shape  # trimming off: the clip is kept whole
+
+
 def test_trimming_removes_a_long_inserted_silence(encoder: GE2ESpeakerEncoder) -> None:
     speech = load_audio(LIBRIVOX[1]).samples
     gap = np.zeros(16000 * 2, np.float32)

@@ -423,3 +423,55 @@ def test_freeze_leaves_buffers_alone() -> None:
     assert int(model.norm.num_batches_tracked) == 7
     model.unfreeze()
     assert all(p.requires_grad for p in model.parameters())
+
+
+_REPO_DATA = Path(__file__).resolve().parents[3] / "tests" / "data"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("speech.wav", None, r"speech\.wav: not a PyTorch checkpoint: it is WAV audio"),
+        ("notes.wav", b"this is a text file named .wav\n", r"notes\.wav: not a PyTorch checkpoint: it is a text file"),
+        ("model.pth", b"", r"model\.pth: not a PyTorch checkpoint: the file is empty"),
+        ("junk.pth", b"\x00\x01\x02\x03garbage", r"junk\.pth: not a PyTorch checkpoint: its first bytes match no"),
+    ],
+)
+def test_non_checkpoint_file_says_what_it_is(tmp_path: Path, name: str, content: bytes | None, message: str) -> None:
+    path = tmp_path / name
+    real_speech = _REPO_DATA / "librivox" / "sense_and_sensibility_01_austen_64kb-0880.wav"
+    path.write_bytes(real_speech.read_bytes() if content is None else content)
+    with pytest.raises(HyperionFileError, match=message) as info:
+        HyperTorchModel.auto_load(path)
+    assert not isinstance(info.value, UnsafeFormatError)  # not a pickle: nothing was refused for safety
+
+
+def test_hdf5_file_points_to_the_numpy_loader(tmp_path: Path) -> None:
+    import numpy as np
+
+    from voicehub.hyperion.np import LNorm
+
+    path = LNorm(name="ln").fit(np.random.default_rng(0).normal(size=(20, 3))).save(tmp_path / "backend.pth")
+    with pytest.raises(HyperionFileError, match=r"backend\.pth: .*HDF5 file.*HyperNPModel\.auto_load") as info:
+        HyperTorchModel.auto_load(path)
+    assert not isinstance(info.value, UnsafeFormatError)
+
+
+def test_damaged_zip_checkpoint_never_leaks_a_bare_error(tmp_path: Path) -> None:
+    """Flip bytes all over a real zip checkpoint: every load either succeeds or raises HyperionFileError."""
+    good = _trained().save(tmp_path / "m.pth").read_bytes()
+    outcomes: dict[str, int] = {}
+    for offset in range(0, len(good), max(1, len(good) // 150)):
+        damaged = bytearray(good)
+        damaged[offset] ^= 0x5A
+        path = tmp_path / "d.pth"
+        path.write_bytes(bytes(damaged))
+        try:
+            HyperTorchModel.auto_load(path)
+            outcomes["loaded"] = outcomes.get("loaded", 0) + 1
+        except HyperionFileError as err:
+            assert "d.pth" in str(err)
+            outcomes["refused"] = outcomes.get("refused", 0) + 1
+        except VoiceHubError:
+            outcomes["other VoiceHub error"] = outcomes.get("other VoiceHub error", 0) + 1
+    assert outcomes.get("refused", 0) > 0, outcomes

@@ -62,7 +62,8 @@ def voiced_mask(samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDA
         config: VAD window, mode, smoothing and dilation settings.
 
     Returns:
-        bool (num_windows * window_samples,): the mask for the samples up to the last whole window.
+        bool (num_windows * window_samples,): the mask for the samples up to the last whole window;
+        empty when the input is shorter than one window.
     """
     webrtcvad = import_optional(
         "webrtcvad", purpose="GE2E silence trimming", install_hint="pip install webrtcvad-wheels==2.0.14.post1"
@@ -70,6 +71,8 @@ def voiced_mask(samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDA
     rate = config.sample_rate
     window = config.vad_window_ms * rate // 1000
     num_windows = len(samples) // window
+    if num_windows == 0:  # np.convolve would swap its operands on the shorter-than-kernel padding
+        return np.zeros(0, dtype=bool)
     pcm = np.clip(np.round(samples[: num_windows * window] * INT16_MAX), -(2**15), INT16_MAX).astype("<i2")
     data = pcm.tobytes()
     vad = webrtcvad.Vad(config.vad_mode)
@@ -95,6 +98,8 @@ def dilate(mask: npt.NDArray[np.bool_], size: int) -> npt.NDArray[np.bool_]:
     Returns:
         bool (num_windows,).
     """
+    if mask.size == 0:
+        return np.zeros(0, dtype=bool)
     ahead = size // 2
     behind = size - 1 - ahead
     padded = np.concatenate([np.zeros(behind, np.int64), mask.astype(np.int64), np.zeros(ahead, np.int64)])
@@ -112,8 +117,9 @@ def preprocess(samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDAr
         float32 (num_kept_samples,).
 
     Raises:
-        AudioError: for digital silence, or when the VAD finds no speech at all (pass a config
-            with ``trim_silence=False`` to embed such audio anyway).
+        AudioError: for digital silence, or when the VAD finds no speech at all, including audio
+            shorter than one VAD window (pass a config with ``trim_silence=False`` to embed such
+            audio anyway).
     """
     wav = np.asarray(samples, dtype=np.float32)
     if config.target_dbfs is not None:
@@ -123,9 +129,11 @@ def preprocess(samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDAr
     mask = voiced_mask(wav, config)
     kept = wav[: mask.shape[0]][mask]
     if kept.size == 0:
+        window_s = config.vad_window_ms / 1000
         raise AudioError(
-            f"GE2E: the WebRTC VAD found no speech in {len(wav) / config.sample_rate:.2f} s of audio; "
-            f"pass speech, or use trim_silence=False"
+            f"GE2E: the WebRTC VAD found no speech in {len(wav) / config.sample_rate:.3f} s of audio "
+            f"(it judges whole {window_s * 1000:g} ms windows); expected speech, at least a second of it; "
+            f"fix: pass speech, or switch silence trimming off (trim_silence=False) to embed the audio as it is"
         )
     return np.ascontiguousarray(kept)
 

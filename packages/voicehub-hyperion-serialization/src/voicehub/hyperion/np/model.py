@@ -172,8 +172,8 @@ def open_hdf5(path: Path) -> h5py.File:
         raise HyperionFileError(f"{path}: not an HDF5 file (no HDF5 signature at the start)", path=path)
     try:
         return h5py.File(path, "r")
-    except (OSError, ValueError) as err:
-        raise HyperionFileError(f"{path}: cannot open HDF5 file (truncated or corrupt?): {err}", path=path) from err
+    except _H5_READ_ERRORS as err:
+        raise _corrupt(path, "cannot open the HDF5 file", err) from err
 
 
 def read_config_dataset(f: h5py.File, path: Path) -> dict[str, Any]:
@@ -183,13 +183,41 @@ def read_config_dataset(f: h5py.File, path: Path) -> dict[str, Any]:
         HyperionFileError: if the dataset is missing, unreadable, not strict JSON, or not an
             object with a string ``class_name``.
     """
-    if CONFIG_DATASET not in f:
-        raise HyperionFileError(f"{path}: no /{CONFIG_DATASET} dataset; not a Hyperion NumPy model file", path=path)
     try:
-        raw = f[CONFIG_DATASET][()]
-    except (OSError, KeyError, ValueError, TypeError) as err:
-        raise HyperionFileError(f"{path}: cannot read /{CONFIG_DATASET} (truncated?): {err}", path=path) from err
+        present = CONFIG_DATASET in f
+        raw = f[CONFIG_DATASET][()] if present else None
+    except _H5_READ_ERRORS as err:
+        raise _corrupt(path, f"cannot read /{CONFIG_DATASET}", err) from err
+    if not present:
+        raise HyperionFileError(f"{path}: no /{CONFIG_DATASET} dataset; not a Hyperion NumPy model file", path=path)
     return parse_config_text(raw, path)
+
+
+_H5_READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
+"""What h5py raises for damaged files: OSError/KeyError for bad objects, RuntimeError for damaged
+link or object headers ("Unable to synchronously check link existence"), ValueError/TypeError for
+impossible shapes or types. Handlers catch VoiceHub errors (some subclass these builtins) first."""
+
+
+def _corrupt(path: Any, what: str, err: BaseException) -> HyperionFileError:
+    """The error for an unreadable part of an HDF5 file: names the file and says what to do."""
+    return HyperionFileError(
+        f"{path}: {what}: the file is corrupt or not a Hyperion file ({type(err).__name__}: {err}); "
+        "expected an HDF5 file written by HyperNPModel.save or hyperion-ml; re-save it from the fitted model "
+        "or restore it from a backup",
+        path=path,
+    )
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """Turn any h5py/OS error while reading ``path`` into :class:`HyperionFileError` (VoiceHub errors pass)."""
+    try:
+        yield
+    except VoiceHubError:
+        raise
+    except _H5_READ_ERRORS as err:
+        raise _corrupt(path, "cannot read the model", err) from err
 
 
 def parse_config_text(raw: Any, path: Path) -> dict[str, Any]:
@@ -563,20 +591,22 @@ class HyperNPModel:
         out: dict[str, Any] = {}
         for key in params:
             dataset = prefix + key
-            if dataset not in f:
+            try:
+                present = dataset in f
+                node = f[dataset] if present else None
+            except _H5_READ_ERRORS as err:
+                raise _corrupt(f.filename, f"cannot look up /{dataset}", err) from err
+            if node is None:
                 if key in allowed_missing:
                     out[key] = None
                     continue
                 raise HyperionFileError(f"{f.filename}: missing parameter dataset /{dataset}", path=f.filename)
-            node = f[dataset]
             if not isinstance(node, h5py.Dataset):
                 raise HyperionFileError(f"{f.filename}: /{dataset} is a group, expected a dataset", path=f.filename)
             try:
                 arr = np.asarray(node[()])
-            except (OSError, ValueError, TypeError) as err:
-                raise HyperionFileError(
-                    f"{f.filename}: cannot read /{dataset} (truncated or corrupt?): {err}", path=f.filename
-                ) from err
+            except _H5_READ_ERRORS as err:
+                raise _corrupt(f.filename, f"cannot read /{dataset}", err) from err
             if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
                 raise HyperionFileError(
                     f"{f.filename}: /{dataset} contains NaN or infinite values; the file is corrupt or was saved "
@@ -686,8 +716,8 @@ class HyperNPModel:
             raise HyperionFileError(f"{path}: {err}", path=path) from err
         except VoiceHubError:
             raise
-        except (OSError, KeyError, ValueError, TypeError) as err:
-            raise HyperionFileError(f"{path}: cannot load {cls.__name__} parameters: {err}", path=path) from err
+        except _H5_READ_ERRORS as err:
+            raise _corrupt(path, f"cannot load {cls.__name__} parameters", err) from err
 
     @classmethod
     def load(cls, path: PathLike, *, allow_pickle: bool = False) -> Self:
@@ -704,7 +734,7 @@ class HyperNPModel:
             if not isinstance(obj, cls):
                 raise HyperionFileError(f"{file}: holds a {type(obj).__name__}, expected {cls.__name__}", path=file)
             return obj
-        with open_hdf5(file) as f:
+        with _reading(file), open_hdf5(file) as f:
             config = read_config_dataset(f, file)
             target = cls
             if config["class_name"] != cls.__name__:
@@ -741,7 +771,7 @@ class HyperNPModel:
                 head = handle.read(1)
             if head and head != _PICKLE_MAGIC and head != _HDF5_SIGNATURE[:1]:
                 return parse_config_text(file.read_bytes(), file)
-        with open_hdf5(file) as f:
+        with _reading(file), open_hdf5(file) as f:
             return read_config_dataset(f, file)
 
     @staticmethod
@@ -774,7 +804,7 @@ class HyperNPModel:
             if not isinstance(obj, HyperNPModel):
                 raise HyperionFileError(f"{file}: holds a {type(obj).__name__}, not a HyperNPModel", path=file)
             return obj
-        with open_hdf5(file) as f:
+        with _reading(file), open_hdf5(file) as f:
             config = read_config_dataset(f, file)
             class_name = config["class_name"]
             extra = dict(extra_objs or {})

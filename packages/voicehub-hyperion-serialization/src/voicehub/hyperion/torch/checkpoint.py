@@ -27,6 +27,7 @@ import enum
 import os
 import pickle
 import re
+import struct
 import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -219,9 +220,73 @@ def _read_directory(path: Path, map_location: str | torch.device) -> RawCheckpoi
     )
 
 
+_ZIP_MAGIC = b"PK\x03\x04"  # torch.save since PyTorch 1.6 (a zip archive holding data.pkl)
+_PICKLE_PROTO = b"\x80"  # the legacy torch.save format: pickles with protocol >= 2
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_HDF5_OFFSETS = (0, 512, 1024, 2048)  # where the HDF5 superblock may start (user block sizes)
+_AUDIO_MAGIC = ((b"RIFF", "WAV audio"), (b"fLaC", "FLAC audio"), (b"OggS", "Ogg audio"), (b"ID3", "MP3 audio"))
+
+
+def sniff_file_type(path: Path) -> str:
+    """What a file looks like from its first bytes: ``"zip"``, ``"pickle"``, ``"hdf5"``, ``"safetensors"``,
+    ``"empty"``, ``"a text file"``, an audio description (``"WAV audio"``...) or ``"unknown"``.
+
+    Raises:
+        HyperionFileError: if the file cannot be read.
+    """
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(16)
+            hdf5 = False
+            for offset in _HDF5_OFFSETS:
+                handle.seek(offset)
+                if handle.read(8) == _HDF5_SIGNATURE:
+                    hdf5 = True
+                    break
+    except OSError as err:
+        raise HyperionFileError(f"{path}: cannot read ({err.strerror or err})", path=path) from err
+    if not head:
+        return "empty"
+    if head.startswith(_ZIP_MAGIC):
+        return "zip"
+    if head.startswith(_PICKLE_PROTO):
+        return "pickle"
+    if hdf5:
+        return "hdf5"
+    for magic, kind in _AUDIO_MAGIC:
+        if head.startswith(magic):
+            return kind
+    if len(head) >= 9 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") < 100_000_000:
+        return "safetensors"
+    if all(32 <= byte < 127 or byte in b"\t\r\n" for byte in head):
+        return "a text file"
+    return "unknown"
+
+
+def _refuse_non_checkpoint(path: Path, kind: str) -> HyperionFileError:
+    expected = "expected a PyTorch checkpoint (.pth, a zip or pickle written by torch.save)"
+    fixes = {
+        "empty": "the file is empty; re-save the model",
+        "hdf5": (
+            "it is an HDF5 file, e.g. a Hyperion NumPy model (PLDA, LNorm, calibration): load it with "
+            "voicehub.hyperion.np.HyperNPModel.auto_load"
+        ),
+        "safetensors": (
+            f"it is a bare safetensors file: put it in a directory as {WEIGHTS_FILE_NAME} next to the "
+            f"{CONFIG_FILE_NAME} it was written with, and load the directory"
+        ),
+        "unknown": "its first bytes match no known model format (truncated, or another kind of file?)",
+    }
+    reason = fixes.get(kind, f"it is {kind}, not a model: pass the checkpoint file or directory instead")
+    return HyperionFileError(f"{path}: not a PyTorch checkpoint: {reason}; {expected}", path=path)
+
+
 def _read_single_file(
     path: Path, map_location: str | torch.device, safe_globals: tuple[Any, ...], model_name: str
 ) -> RawCheckpoint:
+    kind = sniff_file_type(path)
+    if kind not in ("zip", "pickle"):
+        raise _refuse_non_checkpoint(path, kind)
     try:
         with torch.serialization.safe_globals(list(safe_globals)):
             payload = torch.load(path, map_location=map_location, weights_only=True)
@@ -235,8 +300,23 @@ def _read_single_file(
             f"directory format (config.json + model.safetensors)",
             path=path,
         ) from err
-    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError) as err:
-        raise HyperionFileError(f"{path}: not a PyTorch checkpoint ({err})", path=path) from err
+    except (
+        RuntimeError,
+        EOFError,
+        OSError,
+        zipfile.BadZipFile,
+        ValueError,
+        KeyError,
+        IndexError,
+        TypeError,
+        AttributeError,
+        struct.error,
+    ) as err:  # torch's weights_only unpickler raises these for damaged or foreign data
+        raise HyperionFileError(
+            f"{path}: a {kind} file that torch.load cannot read as a checkpoint (truncated or corrupt?): "
+            f"{type(err).__name__}: {err}; re-save the model, or restore the file",
+            path=path,
+        ) from err
     if not isinstance(payload, Mapping):
         raise HyperionFileError(
             f"{path}: expected a dict with 'model_cfg' and '{model_name}_state_dict', got {type(payload).__name__}",

@@ -36,7 +36,7 @@ from typing import Any, ClassVar, Self
 import torch
 from torch import nn
 
-from voicehub.core import Config, ConfigError, DeviceError, resolve_reference
+from voicehub.core import Config, ConfigError, DeviceError, VoiceHubError, resolve_reference
 from voicehub.hyperion.errors import HyperionFileError, HyperionRegistryError, UnknownHyperionClassError
 from voicehub.hyperion.torch.checkpoint import (
     SINGLE_FILE_SUFFIXES,
@@ -280,13 +280,20 @@ class HyperTorchModel(nn.Module):
             config = cls.config_class.from_dict(cfg)
         except ConfigError as err:
             raise HyperionFileError(f"{raw.source}: model_cfg: {err}", path=raw.source) from err
+        except (KeyError, TypeError, ValueError, AttributeError) as err:  # a config migration met a damaged config
+            raise _damaged(raw.source, "model_cfg cannot be read or migrated", err) from err
         state = dict(raw.state_dict)
-        if isinstance(version, int):
-            for step in range(version, cls.config_class.schema_version):
-                migration = cls.state_migrations.get(step)
-                if migration is not None:
-                    state = migration(config, state, raw.source)
-        model = cls(config)
+        try:
+            if isinstance(version, int):
+                for step in range(version, cls.config_class.schema_version):
+                    migration = cls.state_migrations.get(step)
+                    if migration is not None:
+                        state = migration(config, state, raw.source)
+            model = cls(config)
+        except VoiceHubError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
+            raise _damaged(raw.source, f"cannot build {cls.__name__} from the stored config and tensors", err) from err
         model.load_checked_state_dict(state, source=raw.source)
         model.eval()
         if torch.device(map_location).type != "cpu":
@@ -424,6 +431,14 @@ class HyperTorchModel(nn.Module):
     def registered_classes(cls) -> dict[str, type[HyperTorchModel]]:
         """Class name -> class for every subclass defined so far in this process."""
         return dict(HyperTorchModel._registry)
+
+
+def _damaged(source: str, what: str, err: BaseException) -> HyperionFileError:
+    return HyperionFileError(
+        f"{source}: {what} ({type(err).__name__}: {err}); the file is corrupt, edited, or from an incompatible "
+        "version: re-save it from the trained model",
+        path=source,
+    )
 
 
 def _resolve_class(

@@ -12,10 +12,17 @@ from voicehub.registry.model_config import ModelConfig
 SAMPLE_RATE = 16000
 """Rate (Hz) of the pretrained GE2E encoder; other rates are resampled to it."""
 
-DEFAULT_COSINE_THRESHOLD = 0.75
-"""Default cosine decision threshold. Measured on the repository's test audio: same-reader LibriVox
-pairs score 0.753-0.93, LibriVox against 48 synthetic voices at most 0.71, against another real reader
-at most 0.49 (``docs/speaker.md``). Tune it on your own trials."""
+DEFAULT_COSINE_THRESHOLD = 0.73
+"""Default cosine decision threshold, measured on the repository's audio (``docs/speaker.md``,
+"Cosine threshold"; ``test_sv_ge2e.py`` checks the numbers): same-reader real pairs score
+0.7533-0.9489 (the lowest is LibriVox 0880 vs 0930), different real readers 0.34-0.50, real speech
+against synthetic voices at most 0.7098. 0.73 is the middle of that gap (no error on pairs involving
+real speech). Synthetic voices built on one espeak-ng voice base reach 0.96, so over all 1711 pairs
+the EER is 3.9 % at about 0.84; no cosine threshold separates those. Tune it on your own trials."""
+
+MIN_SPEECH_S = 1.6
+"""Speech (seconds, after silence trimming) below which ``embed`` notes ``metadata["warning"]``: shorter
+speech does not fill one 1.6 s GE2E partial, which is then zero-padded, and the embedding is less reliable."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,7 +83,11 @@ class SVGE2EOptions(Config):
             similarity otherwise; ``"cosine"`` or ``"backend"`` force one.
         threshold: decision threshold on the cosine similarity, in [-1, 1].
         backend_threshold: decision threshold on the back-end's log-likelihood ratio (natural
-            log); 0 is the Bayes decision for a target prior of 0.5 when the back-end is calibrated.
+            log); 0 is the Bayes decision for a target prior of 0.5 when the back-end is calibrated
+            (see ``docs/speaker.md`` for how well the default back-end's calibration holds).
+        trim_silence: ``None`` (default) follows the model config (trim); ``False`` embeds the audio
+            as it is, without WebRTC VAD silence trimming (for clips the VAD finds no speech in);
+            ``True`` forces trimming.
     """
 
     config_type: ClassVar[str] = "sv_ge2e-options"
@@ -85,6 +96,7 @@ class SVGE2EOptions(Config):
     scoring: Literal["auto", "cosine", "backend"] = "auto"
     threshold: float = DEFAULT_COSINE_THRESHOLD
     backend_threshold: float = 0.0
+    trim_silence: bool | None = None
 
     def validate(self) -> None:
         """Check types and ranges.
@@ -99,4 +111,4 @@ class SVGE2EOptions(Config):
             raise ConfigError(f"backend_threshold must be finite, got {self.backend_threshold}")
 
 
-__all__ = ["DEFAULT_COSINE_THRESHOLD", "SAMPLE_RATE", "SVGE2EConfig", "SVGE2EOptions"]
+__all__ = ["DEFAULT_COSINE_THRESHOLD", "MIN_SPEECH_S", "SAMPLE_RATE", "SVGE2EConfig", "SVGE2EOptions"]

@@ -14,21 +14,21 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
 
 from voicehub.architectures.ge2e import GE2ESpeakerEncoder, load_resemblyzer_checkpoint, preprocess
 from voicehub.architectures.ge2e.checkpoint import RESEMBLYZER_DISTRIBUTION, RESEMBLYZER_VERSION
-from voicehub.core.audio import Waveform
-from voicehub.core.errors import CheckpointError, InferenceOptionError
-from voicehub.core.outputs import SpeakerOutput, VerificationOutput
+from voicehub.core.audio import AudioLike, Waveform
+from voicehub.core.errors import AudioError, CheckpointError, InferenceOptionError
+from voicehub.core.outputs import SpeakerOutput, VerificationOutput, check_outputs
 from voicehub.hyperion.torch import CONFIG_FILE_NAME as HYPERION_CONFIG_FILE
 from voicehub.hyperion.torch import HyperTorchModel
 from voicehub.modeling import PreTrainedSVModel, cosine_similarity
-from voicehub.models.sv_ge2e.backend import PLDABackend
-from voicehub.models.sv_ge2e.config import SVGE2EConfig, SVGE2EOptions
+from voicehub.models.sv_ge2e.backend import DEFAULT_CALIBRATION_FOLDS, DEFAULT_SHRINKAGE, PLDABackend
+from voicehub.models.sv_ge2e.config import MIN_SPEECH_S, SVGE2EConfig, SVGE2EOptions
 from voicehub.registry.checkpoints import DistributionSource
 from voicehub.registry.errors import CheckpointNotFoundError
 
@@ -44,8 +44,9 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
 
     ``embed(audio)`` returns a :class:`~voicehub.core.SpeakerOutput` per input;
     ``verify(enrollment, test)`` a :class:`~voicehub.core.VerificationOutput` whose ``scoring``
-    is ``"cosine"``, ``"plda"`` or ``"plda+calibration"``. Inputs are paths (wav, flac, ogg,
-    mp3), arrays or tensors with ``sample_rate=``, ``(array, sample_rate)`` tuples, or lists.
+    is ``"cosine"``, ``"plda"`` or ``"plda+calibration"``; ``verify([clip1, clip2, ...], test)``
+    enrols a speaker with several clips. Inputs are paths (wav, flac, ogg, mp3), arrays or
+    tensors with ``sample_rate=``, ``(array, sample_rate)`` tuples, or lists.
     """
 
     config_class = SVGE2EConfig
@@ -54,6 +55,9 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
     def __init__(self, *args: Any, backend: PLDABackend | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._backend = backend
+        # True once the caller chose the back-end (set_backend, fit_backend or backend=): a reload then
+        # keeps that choice instead of re-attaching the back-end saved next to the weights.
+        self._backend_chosen = backend is not None
 
     # ------------------------------------------------------------------ back-end
     @property
@@ -64,13 +68,28 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
     def set_backend(self, backend: PLDABackend | str | os.PathLike[str] | None) -> None:
         """Attach a back-end (or a directory holding one), or detach it with ``None``.
 
+        The choice survives ``unload()``/``load()``: a detached back-end stays detached even when
+        the weights directory holds a saved one.
+
         Raises:
             CheckpointError: for a directory that does not hold a back-end.
         """
         self._backend = backend if backend is None or isinstance(backend, PLDABackend) else PLDABackend.load(backend)
+        self._backend_chosen = True
 
     def fit_backend(
-        self, audio: Sequence[Any], labels: Sequence[Any], *, sample_rate: int | None = None, **fit_options: Any
+        self,
+        audio: Sequence[Any],
+        labels: Sequence[Any],
+        *,
+        sample_rate: int | None = None,
+        lda_dim: int | None = None,
+        y_dim: int | None = None,
+        epochs: int = 10,
+        shrinkage: float = DEFAULT_SHRINKAGE,
+        calibrate: bool = True,
+        calibration_folds: int = DEFAULT_CALIBRATION_FOLDS,
+        sessions: Sequence[Any] | None = None,
     ) -> PLDABackend:
         """Embed labelled training audio, fit a :class:`PLDABackend` on it and attach it.
 
@@ -78,19 +97,35 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
             audio: a list of inputs (see :meth:`embed`).
             labels: the speaker of each input.
             sample_rate: rate in Hz of array inputs.
-            **fit_options: ``lda_dim``, ``y_dim``, ``epochs``, ``calibrate`` of :meth:`PLDABackend.fit`.
+            lda_dim, y_dim, epochs, shrinkage, calibrate, calibration_folds, sessions: see
+                :meth:`PLDABackend.fit` (defaults: no LDA, ``y_dim = num_speakers - 1``, 10 epochs,
+                ``shrinkage=DEFAULT_SHRINKAGE``, calibration on held-out speaker folds).
 
         Returns:
             The fitted back-end (also attached).
 
         Raises:
-            InferenceOptionError: when ``audio`` and ``labels`` differ in length.
+            InferenceOptionError: when ``audio`` and ``labels`` differ in length, or for a bad setting.
         """
-        if len(audio) != len(labels):
-            raise InferenceOptionError(f"fit_backend: {len(audio)} inputs but {len(labels)} labels")
+        if isinstance(audio, (str, bytes)) or len(audio) != len(labels):
+            raise InferenceOptionError(
+                f"fit_backend: expected a list of inputs and one speaker label each, got "
+                f"{1 if isinstance(audio, (str, bytes)) else len(audio)} input(s) and {len(labels)} label(s)"
+            )
         outputs = self.embed(list(audio), sample_rate=sample_rate)
-        backend = PLDABackend.fit(np.stack([o.embedding for o in outputs]), list(labels), **fit_options)
+        backend = PLDABackend.fit(
+            np.stack([o.embedding for o in outputs]),
+            list(labels),
+            lda_dim=lda_dim,
+            y_dim=y_dim,
+            epochs=epochs,
+            shrinkage=shrinkage,
+            calibrate=calibrate,
+            calibration_folds=calibration_folds,
+            sessions=sessions,
+        )
         self._backend = backend
+        self._backend_chosen = True
         return backend
 
     # ------------------------------------------------------------------ loading
@@ -116,7 +151,7 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
             )
         model = self._read_encoder(checkpoint)
         backend_dir = checkpoint / BACKEND_DIR
-        if checkpoint.is_dir() and backend_dir.is_dir() and self._backend is None:
+        if checkpoint.is_dir() and backend_dir.is_dir() and not self._backend_chosen:
             self._backend = PLDABackend.load(backend_dir)
         cfg = self.config
         model.config = model.config.replace(
@@ -157,46 +192,233 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
         if self._backend is not None:
             self._backend.save(directory / BACKEND_DIR)
 
+    # ------------------------------------------------------------------ inputs
+    def prepare_audio(
+        self, audio: AudioLike | Sequence[AudioLike], *, sample_rate: int | None = None
+    ) -> tuple[list[Waveform], bool]:
+        """Decode and resample like the base class, with messages that state the accepted forms.
+
+        Raises:
+            AudioError: for ``None``, bytes, a tuple that is not ``(array, sample_rate)`` (a tuple of
+                paths is not a batch: use a list), an empty list, or unusable audio.
+        """
+        items = audio if isinstance(audio, list) else [audio]
+        if isinstance(audio, list) and not audio:
+            raise AudioError(f"{type(self).__name__}: got an empty list; {_ACCEPTED_INPUTS}")
+        for item in items:
+            _check_input_form(item)
+        return super().prepare_audio(audio, sample_rate=sample_rate)
+
     # ------------------------------------------------------------------ inference
+    @overload
+    def verify(
+        self,
+        enrollment: list[Any],
+        test: list[Any],
+        *,
+        sample_rate: int | None = None,
+        options: SVGE2EOptions | None = None,
+        **overrides: Any,
+    ) -> list[VerificationOutput]: ...
+
+    @overload
+    def verify(
+        self,
+        enrollment: AudioLike | list[Any],
+        test: AudioLike,
+        *,
+        sample_rate: int | None = None,
+        options: SVGE2EOptions | None = None,
+        **overrides: Any,
+    ) -> VerificationOutput: ...
+
+    def verify(
+        self,
+        enrollment: AudioLike | Sequence[AudioLike],
+        test: AudioLike | Sequence[AudioLike],
+        *,
+        sample_rate: int | None = None,
+        options: SVGE2EOptions | None = None,
+        **overrides: Any,
+    ) -> VerificationOutput | list[VerificationOutput]:
+        """Decide whether ``enrollment`` and ``test`` come from the same speaker.
+
+        Three forms:
+
+        * ``verify(a, b)``: one pair.
+        * ``verify([a1, a2, ...], b)``: **multi-clip enrolment**, one speaker enrolled with several
+          clips against one test input. Cosine scoring compares the test embedding with the mean
+          of the enrolment embeddings; PLDA scoring averages the enrolment embeddings in the
+          back-end's space and length-normalises the mean (:meth:`PLDABackend.score_enrollment`).
+        * ``verify([a1, a2], [b1, b2])``: pairs item by item (lists of equal length).
+
+        Args:
+            enrollment: one input, or a list (see above).
+            test: one input, or a list of the enrolment list's length.
+            sample_rate: rate in Hz of array inputs.
+            options: inference options replacing the defaults.
+            **overrides: individual options (validated before loading).
+
+        Returns:
+            A :class:`~voicehub.core.VerificationOutput`, or a list of them for two lists.
+
+        Raises:
+            InferenceOptionError: for an empty enrolment list, a single enrolment with a test list,
+                or two lists of different lengths.
+            AudioError: for unusable audio, naming the input.
+        """
+        if not (isinstance(enrollment, list) and not isinstance(test, list)):
+            return super().verify(enrollment, test, sample_rate=sample_rate, options=options, **overrides)
+        resolved = self.resolve_options(options, **overrides)
+        if not enrollment:
+            raise InferenceOptionError(
+                "verify(): the enrollment list is empty; pass one or more clips of the enrolled speaker"
+            )
+        enrol_waves, _ = self.prepare_audio(list(enrollment), sample_rate=sample_rate)
+        test_waves, _ = self.prepare_audio(test, sample_rate=sample_rate)
+        embeddings = self._run(self._embed, [*enrol_waves, *test_waves], resolved, SpeakerOutput)
+        result = self.score_embeddings(embeddings[:-1], embeddings[-1], options=resolved)
+        check_outputs([result], VerificationOutput, producer=f"{type(self).__name__}.verify")
+        return result
+
+    def score_embeddings(
+        self,
+        enrollment: SpeakerOutput | Sequence[SpeakerOutput],
+        test: SpeakerOutput,
+        *,
+        options: SVGE2EOptions | None = None,
+        **overrides: Any,
+    ) -> VerificationOutput:
+        """Score embeddings already computed by :meth:`embed` (one enrolment clip or several).
+
+        Args:
+            enrollment: the enrolled speaker's embedding, or a non-empty list of them.
+            test: the test embedding.
+            options, **overrides: as for :meth:`verify` (``scoring``, ``threshold``, ``backend_threshold``).
+
+        Returns:
+            The decision.
+
+        Raises:
+            InferenceOptionError: for an empty enrolment list, ``scoring="backend"`` without a
+                back-end, or a back-end fitted on embeddings of another size.
+        """
+        resolved = self.resolve_options(options, **overrides)
+        enrolled = [enrollment] if isinstance(enrollment, SpeakerOutput) else list(enrollment)
+        if not enrolled:
+            raise InferenceOptionError("score_embeddings(): the enrollment list is empty")
+        return self._score_enrolled(enrolled, test, resolved)
+
     def _embed(
         self, runtime: GE2ESpeakerEncoder, waveforms: Sequence[Waveform], options: SVGE2EOptions
     ) -> Sequence[SpeakerOutput]:
         device = runtime.device
-        kept = [preprocess(w.samples, runtime.config) for w in waveforms]
+        config = runtime.config
+        if options.trim_silence is not None and options.trim_silence != config.trim_silence:
+            config = config.replace(trim_silence=options.trim_silence)
+        kept = []
+        for index, waveform in enumerate(waveforms):
+            try:
+                kept.append(preprocess(waveform.samples, config))
+            except AudioError as err:
+                name = waveform.source or f"input {index}"
+                raise AudioError(
+                    f"{name}: {err} (Python: embed(..., trim_silence=False); command line: --no-trim-silence)",
+                    source=waveform.source,
+                ) from err
         tensors = [torch.from_numpy(k).to(device) for k in kept]
         embeddings = runtime.embed_utterances(tensors).float().cpu().numpy()
-        return [
-            SpeakerOutput(
-                embedding=np.ascontiguousarray(embedding, dtype=np.float32),
-                duration_s=w.duration_s,
-                source=w.source,
-                metadata={
-                    "model_type": self.model_type,
-                    "sample_rate": w.sample_rate,
-                    "speech_duration_s": len(k) / w.sample_rate,
-                    "num_partials": len(runtime.partial_starts(len(k))[0]),
-                },
+        outputs = []
+        for embedding, w, k in zip(embeddings, waveforms, kept, strict=True):
+            speech_s = len(k) / w.sample_rate
+            metadata: dict[str, Any] = {
+                "model_type": self.model_type,
+                "sample_rate": w.sample_rate,
+                "speech_duration_s": speech_s,
+                "num_partials": len(runtime.partial_starts(len(k))[0]),
+            }
+            if speech_s < MIN_SPEECH_S:
+                metadata["warning"] = (
+                    f"only {speech_s:.2f} s of speech{' after silence trimming' if config.trim_silence else ''} "
+                    f"(minimum for a reliable embedding: {MIN_SPEECH_S} s, one GE2E partial); scores of this clip "
+                    "are less reliable: use a longer clip"
+                )
+            outputs.append(
+                SpeakerOutput(
+                    embedding=np.ascontiguousarray(embedding, dtype=np.float32),
+                    duration_s=w.duration_s,
+                    source=w.source,
+                    metadata=metadata,
+                )
             )
-            for embedding, w, k in zip(embeddings, waveforms, kept, strict=True)
-        ]
+        return outputs
 
     def _score(self, enrollment: SpeakerOutput, test: SpeakerOutput, options: SVGE2EOptions) -> VerificationOutput:
+        return self._score_enrolled([enrollment], test, options)
+
+    def _score_enrolled(
+        self, enrollment: Sequence[SpeakerOutput], test: SpeakerOutput, options: SVGE2EOptions
+    ) -> VerificationOutput:
         backend = self._backend
         if options.scoring == "backend" and backend is None:
             raise InferenceOptionError(
-                "scoring='backend' but no PLDA back-end is attached; call set_backend(...) or fit_backend(...)"
+                "scoring='backend' but no PLDA back-end is attached; attach one (Python: set_backend(directory) "
+                "or fit_backend(audio, labels); command line: --backend DIRECTORY), or use cosine scoring"
             )
         if backend is None or options.scoring == "cosine":
-            score = cosine_similarity(enrollment, test)
+            if len(enrollment) == 1:
+                score = cosine_similarity(enrollment[0], test)
+            else:
+                mean = np.mean([e.embedding.astype(np.float64) for e in enrollment], axis=0)
+                probe = test.embedding.astype(np.float64)
+                norm = float(np.linalg.norm(mean) * np.linalg.norm(probe))
+                if norm == 0.0:
+                    raise InferenceOptionError("cannot score a zero embedding (the enrolment clips cancel out?)")
+                score = max(-1.0, min(1.0, float(mean @ probe) / norm))
             return VerificationOutput(
                 score=score, threshold=options.threshold, is_same_speaker=score >= options.threshold, scoring="cosine"
             )
-        backend.check_dim(enrollment.embedding_dim)
-        llr = float(backend.score(enrollment.embedding, test.embedding)[0, 0])
+        backend.check_dim(test.embedding_dim)
+        if len(enrollment) == 1:
+            llr = float(backend.score(enrollment[0].embedding, test.embedding)[0, 0])
+        else:
+            llr = backend.score_enrollment(np.stack([e.embedding for e in enrollment]), test.embedding)
         threshold = options.backend_threshold
         return VerificationOutput(
             score=llr, threshold=threshold, is_same_speaker=llr >= threshold, scoring=backend.scoring
         )
+
+
+_ACCEPTED_INPUTS = (
+    "expected a file path (str or pathlib.Path: wav, flac, ogg, mp3), a NumPy array or torch tensor with "
+    "sample_rate=, an (array, sample_rate) tuple, a voicehub.core.Waveform, or a list of these for a batch"
+)
+
+
+def _check_input_form(item: object) -> None:
+    """Refuse input types the audio loader would only call "array", with the accepted forms.
+
+    Raises:
+        AudioError: for ``None``, bytes, a tuple that is not ``(array, sample_rate)``, or a nested list.
+    """
+    if item is None:
+        raise AudioError(f"got None as audio input; {_ACCEPTED_INPUTS}")
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        raise AudioError(
+            f"got {type(item).__name__} ({len(item)} bytes) as audio input; encoded or raw bytes are not decoded "
+            f"in memory: write them to a file and pass its path, or pass np.frombuffer(data, '<i2') with "
+            f"sample_rate=; {_ACCEPTED_INPUTS}"
+        )
+    if isinstance(item, tuple) and not (
+        len(item) == 2 and isinstance(item[1], int) and not isinstance(item[1], bool) and not isinstance(item[0], str)
+    ):
+        raise AudioError(
+            f"got a tuple of {len(item)} item(s) ({', '.join(type(v).__name__ for v in item[:3])}); a tuple is "
+            "read only as (array, sample_rate), it is not a batch: pass several inputs as a list, e.g. "
+            "embed([path1, path2])"
+        )
+    if isinstance(item, list):
+        raise AudioError(f"got a list inside a list; a batch is one flat list of inputs; {_ACCEPTED_INPUTS}")
 
 
 def _top_level_keys(path: Path) -> set[str]:
