@@ -260,6 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main() -> None:
     parser = build_parser()
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, got {args.repeats}")
     torch.set_num_threads(args.baseline_threads)
     models = args.models or [spec.model_type for spec in voicehub.list_model_specs()]
     from voicehub.optimization import OPTIMIZATION_PASSES
@@ -269,8 +271,6 @@ def main() -> None:
     rows = [row for model_type in models for row in bench_model(model_type, passes, args.repeats)]
     text = table(rows, args.repeats, (load_start, os.getloadavg()[0]))
     print(text)
-    if args.repeats < 1:
-        parser.error(f"--repeats must be at least 1, got {args.repeats}")
     if args.write_docs:
         doc = DOC.read_text(encoding="utf-8")
         head, _, rest = doc.partition(START)
