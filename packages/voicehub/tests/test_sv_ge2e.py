@@ -320,6 +320,9 @@ def test_multi_clip_enrolment_with_a_backend_and_detach_survives_reload(tmp_path
     reloaded.load()
     assert reloaded.backend is None and reloaded.verify(LIBRIVOX[0], LIBRIVOX[3]).scoring == "cosine"
 
+    with pytest.raises(CheckpointError, match=r"plda\.h5: an HDF5 file .*--backend DIRECTORY"):
+        GE2ESpeakerVerifier.from_pretrained(saved / "backend" / "plda.h5", device="cpu").load()
+
     plda_file = saved / "backend" / "plda.h5"
     data = bytearray(plda_file.read_bytes())
     for offset in range(0, 2048, 3):  # damage the HDF5 metadata: every load raises a VoiceHub error

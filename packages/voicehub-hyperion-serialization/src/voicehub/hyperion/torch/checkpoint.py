@@ -413,4 +413,5 @@ __all__ = [
     "read_checkpoint",
     "save_directory",
     "save_single_file",
+    "sniff_file_type",
 ]

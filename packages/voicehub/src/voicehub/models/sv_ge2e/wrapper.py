@@ -26,6 +26,7 @@ from voicehub.core.errors import AudioError, CheckpointError, InferenceOptionErr
 from voicehub.core.outputs import SpeakerOutput, VerificationOutput, check_outputs
 from voicehub.hyperion.torch import CONFIG_FILE_NAME as HYPERION_CONFIG_FILE
 from voicehub.hyperion.torch import HyperTorchModel
+from voicehub.hyperion.torch.checkpoint import sniff_file_type
 from voicehub.modeling import PreTrainedSVModel, cosine_similarity
 from voicehub.models.sv_ge2e.backend import DEFAULT_CALIBRATION_FOLDS, DEFAULT_SHRINKAGE, PLDABackend
 from voicehub.models.sv_ge2e.config import MIN_SPEECH_S, SVGE2EConfig, SVGE2EOptions
@@ -174,6 +175,13 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
                     path=checkpoint,
                 )
             return GE2ESpeakerEncoder.load(target)
+        if sniff_file_type(checkpoint) == "hdf5":
+            raise CheckpointError(
+                f"{checkpoint}: an HDF5 file (a Hyperion NumPy model, e.g. a PLDA back-end's plda.h5), not GE2E "
+                f"encoder weights; attach a back-end directory with set_backend(directory) (command line: "
+                f"--backend DIRECTORY); encoder weights are a resemblyzer .pt, a Hyperion .pth, or a directory",
+                path=checkpoint,
+            )
         payload_keys = _top_level_keys(checkpoint)
         if "model_state" in payload_keys:
             return load_resemblyzer_checkpoint(checkpoint)
