@@ -297,12 +297,15 @@ class PreTrainedSpeechModel(OptimizationHost, Generic[ConfigT, OptionsT]):
     def unload(self) -> None:
         """Drop the runtime and return to ``created`` (the next call loads again).
 
+        An irreversible or tainted optimization plan is discarded with the runtime it changed:
+        ``unload()`` then ``load()`` is the way back from it.
+
         Raises:
-            LifecycleError: if an optimization plan is active (restore it first).
+            LifecycleError: if a reversible optimization plan is active (restore it first).
         """
         with self._lock:
             for mode in OptimizationMode:
-                if self.active_optimization(mode) is not None:
+                if self.active_optimization(mode) is not None and not self.optimization_requires_reload(mode):
                     raise LifecycleError(
                         f"{type(self).__name__}: an optimization plan is active in {mode.value!r} mode; "
                         f"call restore_optimization_plan(mode={mode.value!r}) before unload()"
@@ -310,6 +313,10 @@ class PreTrainedSpeechModel(OptimizationHost, Generic[ConfigT, OptionsT]):
             self._runtime = None
             self._device = None
             self._state = RuntimeState.CREATED
+
+    def _optimization_recovery(self) -> str:
+        name = type(self).__name__
+        return f"call unload() then load(), or build a new wrapper with {name}.from_pretrained(...)"
 
     def _enter(self, target: RuntimeState) -> Any:
         runtime = self._runtime
