@@ -417,7 +417,13 @@ class _BaseAutoModel:
             )
         if config is None:
             config_file = _local_config_file(source)
-            config = AutoConfig.from_pretrained(config_file) if config_file is not None else _config_class(spec)()
+            declares_model = config_file is not None and "model_type" in _read_config_document(config_file)[0]
+            if config_file is not None and (declares_model or model_type is None):
+                config = AutoConfig.from_pretrained(config_file, model_type=model_type)
+            else:
+                # no config file, or a foreign one (e.g. a Hyperion checkpoint directory's
+                # config.json) next to an explicit model_type: the model's default config
+                config = _config_class(spec)()
         chosen = source if source is not None else spec.default_source
         return wrapper_class.from_pretrained(chosen, config=config, device=device, dtype=dtype, lazy_load=lazy_load)
 

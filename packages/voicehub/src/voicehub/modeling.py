@@ -836,7 +836,7 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT]):
         Raises:
             InferenceOptionError: when one side is a list and the other is not, or lengths differ.
         """
-        resolved = self.resolve_options(options, **overrides)
+        resolved = self.resolve_options_for("verify", options, overrides)
         enrol_waves, enrol_batch = self.prepare_audio(enrollment, sample_rate=sample_rate)
         test_waves, test_batch = self.prepare_audio(test, sample_rate=sample_rate)
         if enrol_batch != test_batch or len(enrol_waves) != len(test_waves):
