@@ -67,9 +67,13 @@ def chol_pd(matrix: FloatArray, what: str = "matrix") -> FloatArray:
     if not np.all(np.isfinite(matrix)):
         raise HyperionInputError(f"PLDA: {what} contains NaN or infinite values")
     sym = 0.5 * (matrix + matrix.T)
+    upper, info = lapack.dpotrf(sym, lower=0, clean=1)  # the common case, without wrapper checks
+    if info == 0:
+        first: FloatArray = upper
+        return first
     eye = np.eye(sym.shape[0])
     scale = max(float(np.mean(np.abs(np.diag(sym)))), np.finfo(np.float64).tiny)
-    for jitter in (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2):
+    for jitter in (1e-10, 1e-8, 1e-6, 1e-4, 1e-2):
         try:
             factor: FloatArray = linalg.cholesky(sym + jitter * scale * eye, lower=False, check_finite=False)
         except linalg.LinAlgError:
@@ -609,7 +613,9 @@ class SPLDA(_PLDABase):
         y_dim, x_dim = v.shape
         wv = w @ v.T  # (dim, y_dim)
         vv = v @ wv  # (y_dim, y_dim)
-        lam, q = linalg.eigh(0.5 * (vv + vv.T), driver="evd", check_finite=False)
+        lam, q, info = lapack.dsyevd(0.5 * (vv + vv.T), compute_v=1, lower=0)
+        if info != 0:
+            raise linalg.LinAlgError(f"syevd failed (info={info})")
         lam = np.maximum(lam, 0.0)
         # E-step: posterior of y_i is N(L_i^-1 gamma_i, L_i^-1) with L_i = I + N_i V W V^T
         # = Q diag(1 + N_i lam) Q^T. All statistics are accumulated in the eigenbasis Q (suffix
