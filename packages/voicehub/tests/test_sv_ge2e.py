@@ -296,6 +296,10 @@ def test_multi_clip_enrolment_scores_the_mean_embedding(verifier: GE2ESpeakerVer
     assert not impostor.is_same_speaker
     with pytest.raises(InferenceOptionError, match="enrollment list is empty"):
         verifier.verify([], test)
+    with pytest.raises(TypeError, match=r"GE2ESpeakerVerifier\.verify.*trim_silnce"):
+        verifier.verify(LIBRIVOX[1], test, trim_silnce=False)
+    with pytest.raises(InferenceOptionError, match=r"GE2ESpeakerVerifier\.verify\(\): .*threshold"):
+        verifier.verify(enrol, test, threshold=2.0)
 
 
 def test_multi_clip_enrolment_with_a_backend_and_detach_survives_reload(tmp_path: Path) -> None:

@@ -275,9 +275,9 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
                 or two lists of different lengths.
             AudioError: for unusable audio, naming the input.
         """
+        resolved = self.resolve_options_for("verify", options, overrides)  # errors name verify(), not embed()
         if not (isinstance(enrollment, list) and not isinstance(test, list)):
             return super().verify(enrollment, test, sample_rate=sample_rate, options=options, **overrides)
-        resolved = self.resolve_options(options, **overrides)
         if not enrollment:
             raise InferenceOptionError(
                 "verify(): the enrollment list is empty; pass one or more clips of the enrolled speaker"
@@ -311,7 +311,7 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
             InferenceOptionError: for an empty enrolment list, ``scoring="backend"`` without a
                 back-end, or a back-end fitted on embeddings of another size.
         """
-        resolved = self.resolve_options(options, **overrides)
+        resolved = self.resolve_options_for("score_embeddings", options, overrides)
         enrolled = [enrollment] if isinstance(enrollment, SpeakerOutput) else list(enrollment)
         if not enrolled:
             raise InferenceOptionError("score_embeddings(): the enrollment list is empty")
