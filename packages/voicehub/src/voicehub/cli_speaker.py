@@ -8,9 +8,10 @@ from typing import Any
 import click
 
 from voicehub._cli_audio import SAMPLE_RATE_HELP, audio_input, check_raw_inputs, cli_model_type
-from voicehub._output_paths import check_output_file, write_file_atomic
 from voicehub.core import strict_json
 from voicehub.core.errors import VoiceHubError
+from voicehub.core.files import atomic_write as write_file_atomic
+from voicehub.core.files import check_output_file
 from voicehub.core.outputs import SpeakerOutput, VerificationOutput
 
 _MODEL_HELP = (
