@@ -107,12 +107,28 @@ def test_embed_and_verify_on_real_speech(filter_bank: Path) -> None:
     assert cosine_similarity(embeddings[0], embeddings[1]) == pytest.approx(expected, abs=1e-9)
 
 
+def test_multi_clip_enrolment_scores_the_mean_embedding(filter_bank: Path) -> None:
+    sv = SpectrumSV.from_pretrained(filter_bank, device="cpu")
+    a, b = (e.embedding.astype(np.float64) for e in sv.embed([SPEECH_WAV, OTHER_WAV]))
+    test = sv.embed(SPEECH_WAV).embedding.astype(np.float64)
+    mean = (a + b) / 2
+    expected = float(mean @ test / np.linalg.norm(mean) / np.linalg.norm(test))
+    enrolled = sv.verify([SPEECH_WAV, OTHER_WAV], SPEECH_WAV)
+    assert isinstance(enrolled, VerificationOutput)
+    assert enrolled.score == pytest.approx(expected, abs=1e-6)
+    assert enrolled.score < 1.0 - 1e-4  # the other clip pulls the mean away from the test clip
+    assert sv.score_embeddings(sv.embed([SPEECH_WAV, OTHER_WAV]), sv.embed(SPEECH_WAV)).score == pytest.approx(
+        expected, abs=1e-6
+    )
+    assert sv.verify([SPEECH_WAV], SPEECH_WAV).score == pytest.approx(1.0, abs=1e-6)
+
+
 def test_verify_requires_matching_pairs(filter_bank: Path) -> None:
     sv = SpectrumSV.from_pretrained(filter_bank, device="cpu", lazy_load=False)
     with pytest.raises(InferenceOptionError, match="1 enrollment and 2 test input"):
         sv.verify(SPEECH_WAV, [SPEECH_WAV, OTHER_WAV])
-    with pytest.raises(InferenceOptionError, match="list vs single"):
-        sv.verify([SPEECH_WAV], SPEECH_WAV)
+    with pytest.raises(InferenceOptionError, match="the enrollment list is empty"):
+        sv.verify([], SPEECH_WAV)
     with pytest.raises(InferenceOptionError, match="must be a SpectrumSVOptions"):
         sv.embed(SPEECH_WAV, options=object())  # type: ignore[arg-type]
     assert sv.verify(SPEECH_WAV, OTHER_WAV, options=SpectrumSVOptions(threshold=-1.0)).is_same_speaker

@@ -35,6 +35,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Self, TypeVar, overload
 
+import numpy as np
+
 from voicehub.core.audio import AudioLike, Waveform, load_audio_batch
 from voicehub.core.config import CONFIG_FILE_NAME, Config
 from voicehub.core.device import normalize_device, normalize_dtype, resolve_device, resolve_dtype
@@ -803,7 +805,7 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT]):
     @overload
     def verify(
         self,
-        enrollment: AudioLike,
+        enrollment: AudioLike | list[Any],
         test: AudioLike,
         *,
         sample_rate: int | None = None,
@@ -822,34 +824,84 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT]):
     ) -> VerificationOutput | list[VerificationOutput]:
         """Decide whether ``enrollment`` and ``test`` come from the same speaker.
 
+        Three forms:
+
+        * ``verify(a, b)``: one pair.
+        * ``verify([a1, a2, ...], b)``: multi-clip enrolment, one speaker enrolled with several
+          clips against one test input (scored by :meth:`_score_enrolled`; by default the
+          cosine similarity with the mean enrolment embedding).
+        * ``verify([a1, a2], [b1, b2])``: pairs scored item by item (lists of equal length).
+
         Args:
-            enrollment: one input, or a list (then ``test`` is a list of the same length and
-                the pairs are scored item by item).
-            test: one input or a list.
+            enrollment: one input, or a list (see above).
+            test: one input, or a list of the enrolment list's length.
             sample_rate: rate in Hz of array inputs.
             options: inference options replacing the defaults.
             **overrides: individual options (validated before loading).
 
         Returns:
-            A :class:`~voicehub.core.VerificationOutput`, or a list of them for list inputs.
+            A :class:`~voicehub.core.VerificationOutput`, or a list of them for two lists.
 
         Raises:
-            InferenceOptionError: when one side is a list and the other is not, or lengths differ.
+            InferenceOptionError: for an empty enrolment list, a single enrolment with a test
+                list, or two lists of different lengths.
         """
         resolved = self.resolve_options_for("verify", options, overrides)
+        if isinstance(enrollment, list) and not isinstance(test, list):
+            if not enrollment:
+                raise InferenceOptionError(
+                    "verify(): the enrollment list is empty; pass one or more clips of the enrolled speaker"
+                )
+            enrolled, _ = self.prepare_audio(list(enrollment), sample_rate=sample_rate)
+            probe, _ = self.prepare_audio(test, sample_rate=sample_rate)
+            embeddings = self._run(self._embed, [*enrolled, *probe], resolved, SpeakerOutput)
+            result = self._score_enrolled(embeddings[:-1], embeddings[-1], resolved)
+            check_outputs([result], VerificationOutput, producer=f"{type(self).__name__}.verify")
+            return result
         enrol_waves, enrol_batch = self.prepare_audio(enrollment, sample_rate=sample_rate)
         test_waves, test_batch = self.prepare_audio(test, sample_rate=sample_rate)
         if enrol_batch != test_batch or len(enrol_waves) != len(test_waves):
             raise InferenceOptionError(
                 f"verify() pairs enrollment and test item by item: got {len(enrol_waves)} enrollment and "
                 f"{len(test_waves)} test input(s) ({'list' if enrol_batch else 'single'} vs "
-                f"{'list' if test_batch else 'single'}); pass two single inputs or two lists of equal length"
+                f"{'list' if test_batch else 'single'}); pass two single inputs, two lists of equal length, "
+                f"or a list of enrolment clips with one test input"
             )
         embeddings = self._run(self._embed, [*enrol_waves, *test_waves], resolved, SpeakerOutput)
         count = len(enrol_waves)
         results = [self._score(embeddings[i], embeddings[count + i], resolved) for i in range(count)]
         check_outputs(results, VerificationOutput, producer=f"{type(self).__name__}.verify")
         return results if enrol_batch else results[0]
+
+    def score_embeddings(
+        self,
+        enrollment: SpeakerOutput | Sequence[SpeakerOutput],
+        test: SpeakerOutput,
+        *,
+        options: OptionsT | None = None,
+        **overrides: Any,
+    ) -> VerificationOutput:
+        """Score embeddings already computed by :meth:`embed` (one enrolment clip or several).
+
+        Args:
+            enrollment: the enrolled speaker's embedding, or a non-empty list of them.
+            test: the test embedding.
+            options: inference options replacing the defaults.
+            **overrides: individual options, as for :meth:`verify`.
+
+        Returns:
+            The decision.
+
+        Raises:
+            InferenceOptionError: for an empty enrolment list or invalid options.
+        """
+        resolved = self.resolve_options_for("score_embeddings", options, overrides)
+        enrolled = [enrollment] if isinstance(enrollment, SpeakerOutput) else list(enrollment)
+        if not enrolled:
+            raise InferenceOptionError("score_embeddings(): the enrollment list is empty")
+        result = self._score_enrolled(enrolled, test, resolved)
+        check_outputs([result], VerificationOutput, producer=f"{type(self).__name__}.score_embeddings")
+        return result
 
     def _embed(self, runtime: Any, waveforms: Sequence[Waveform], options: OptionsT) -> Sequence[SpeakerOutput]:
         """Return one :class:`SpeakerOutput` per waveform."""
@@ -867,6 +919,22 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT]):
         return VerificationOutput(
             score=score, threshold=float(threshold), is_same_speaker=score >= threshold, scoring="cosine"
         )
+
+    def _score_enrolled(
+        self, enrollment: Sequence[SpeakerOutput], test: SpeakerOutput, options: OptionsT
+    ) -> VerificationOutput:
+        """Score a speaker enrolled with several clips: :meth:`_score` of the mean embedding.
+
+        Override for back-ends with a better N-vs-1 rule (PLDA averages in its own space).
+        """
+        if len(enrollment) == 1:
+            return self._score(enrollment[0], test, options)
+        mean = SpeakerOutput(
+            embedding=np.mean([e.embedding.astype(np.float64) for e in enrollment], axis=0).astype(np.float32),
+            duration_s=float(sum(e.duration_s for e in enrollment)),
+            source="mean of the enrollment clips",
+        )
+        return self._score(mean, test, options)
 
 
 def cosine_similarity(first: SpeakerOutput, second: SpeakerOutput) -> float:

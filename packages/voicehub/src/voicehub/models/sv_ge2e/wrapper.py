@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 import torch
@@ -23,7 +23,7 @@ from voicehub.architectures.ge2e import GE2ESpeakerEncoder, load_resemblyzer_che
 from voicehub.architectures.ge2e.checkpoint import RESEMBLYZER_DISTRIBUTION, RESEMBLYZER_VERSION
 from voicehub.core.audio import AudioLike, Waveform
 from voicehub.core.errors import AudioError, CheckpointError, InferenceOptionError
-from voicehub.core.outputs import SpeakerOutput, VerificationOutput, check_outputs
+from voicehub.core.outputs import SpeakerOutput, VerificationOutput
 from voicehub.hyperion.torch import CONFIG_FILE_NAME as HYPERION_CONFIG_FILE
 from voicehub.hyperion.torch import HyperTorchModel
 from voicehub.hyperion.torch.checkpoint import sniff_file_type
@@ -218,105 +218,6 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
         return super().prepare_audio(audio, sample_rate=sample_rate)
 
     # ------------------------------------------------------------------ inference
-    @overload
-    def verify(
-        self,
-        enrollment: list[Any],
-        test: list[Any],
-        *,
-        sample_rate: int | None = None,
-        options: SVGE2EOptions | None = None,
-        **overrides: Any,
-    ) -> list[VerificationOutput]: ...
-
-    @overload
-    def verify(
-        self,
-        enrollment: AudioLike | list[Any],
-        test: AudioLike,
-        *,
-        sample_rate: int | None = None,
-        options: SVGE2EOptions | None = None,
-        **overrides: Any,
-    ) -> VerificationOutput: ...
-
-    def verify(
-        self,
-        enrollment: AudioLike | Sequence[AudioLike],
-        test: AudioLike | Sequence[AudioLike],
-        *,
-        sample_rate: int | None = None,
-        options: SVGE2EOptions | None = None,
-        **overrides: Any,
-    ) -> VerificationOutput | list[VerificationOutput]:
-        """Decide whether ``enrollment`` and ``test`` come from the same speaker.
-
-        Three forms:
-
-        * ``verify(a, b)``: one pair.
-        * ``verify([a1, a2, ...], b)``: **multi-clip enrolment**, one speaker enrolled with several
-          clips against one test input. Cosine scoring compares the test embedding with the mean
-          of the enrolment embeddings; PLDA scoring averages the enrolment embeddings in the
-          back-end's space and length-normalises the mean (:meth:`PLDABackend.score_enrollment`).
-        * ``verify([a1, a2], [b1, b2])``: pairs item by item (lists of equal length).
-
-        Args:
-            enrollment: one input, or a list (see above).
-            test: one input, or a list of the enrolment list's length.
-            sample_rate: rate in Hz of array inputs.
-            options: inference options replacing the defaults.
-            **overrides: individual options (validated before loading).
-
-        Returns:
-            A :class:`~voicehub.core.VerificationOutput`, or a list of them for two lists.
-
-        Raises:
-            InferenceOptionError: for an empty enrolment list, a single enrolment with a test list,
-                or two lists of different lengths.
-            AudioError: for unusable audio, naming the input.
-        """
-        resolved = self.resolve_options_for("verify", options, overrides)  # errors name verify(), not embed()
-        if not (isinstance(enrollment, list) and not isinstance(test, list)):
-            return super().verify(enrollment, test, sample_rate=sample_rate, options=options, **overrides)
-        if not enrollment:
-            raise InferenceOptionError(
-                "verify(): the enrollment list is empty; pass one or more clips of the enrolled speaker"
-            )
-        enrol_waves, _ = self.prepare_audio(list(enrollment), sample_rate=sample_rate)
-        test_waves, _ = self.prepare_audio(test, sample_rate=sample_rate)
-        embeddings = self._run(self._embed, [*enrol_waves, *test_waves], resolved, SpeakerOutput)
-        result = self.score_embeddings(embeddings[:-1], embeddings[-1], options=resolved)
-        check_outputs([result], VerificationOutput, producer=f"{type(self).__name__}.verify")
-        return result
-
-    def score_embeddings(
-        self,
-        enrollment: SpeakerOutput | Sequence[SpeakerOutput],
-        test: SpeakerOutput,
-        *,
-        options: SVGE2EOptions | None = None,
-        **overrides: Any,
-    ) -> VerificationOutput:
-        """Score embeddings already computed by :meth:`embed` (one enrolment clip or several).
-
-        Args:
-            enrollment: the enrolled speaker's embedding, or a non-empty list of them.
-            test: the test embedding.
-            options, **overrides: as for :meth:`verify` (``scoring``, ``threshold``, ``backend_threshold``).
-
-        Returns:
-            The decision.
-
-        Raises:
-            InferenceOptionError: for an empty enrolment list, ``scoring="backend"`` without a
-                back-end, or a back-end fitted on embeddings of another size.
-        """
-        resolved = self.resolve_options_for("score_embeddings", options, overrides)
-        enrolled = [enrollment] if isinstance(enrollment, SpeakerOutput) else list(enrollment)
-        if not enrolled:
-            raise InferenceOptionError("score_embeddings(): the enrollment list is empty")
-        return self._score_enrolled(enrolled, test, resolved)
-
     def _embed(
         self, runtime: GE2ESpeakerEncoder, waveforms: Sequence[Waveform], options: SVGE2EOptions
     ) -> Sequence[SpeakerOutput]:
