@@ -475,3 +475,17 @@ def test_damaged_zip_checkpoint_never_leaks_a_bare_error(tmp_path: Path) -> None
         except VoiceHubError:
             outcomes["other VoiceHub error"] = outcomes.get("other VoiceHub error", 0) + 1
     assert outcomes.get("refused", 0) > 0, outcomes
+
+
+def test_checkpoint_files_get_ordinary_modes_and_replacing_keeps_the_mode(tmp_path: Path) -> None:
+    from voicehub.core.files import default_file_mode
+
+    model = _trained()
+    single = model.save(tmp_path / "model.pth")
+    directory = model.save(tmp_path / "model_dir")
+    files = [Path(single), Path(directory) / "config.json", Path(directory) / "model.safetensors"]
+    assert [f.stat().st_mode & 0o777 for f in files] == [default_file_mode()] * 3
+    os.chmod(files[0], 0o640)
+    model.save(tmp_path / "model.pth")
+    assert files[0].stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pth", "model_dir"]

@@ -470,7 +470,7 @@ def test_saving_onto_a_symlink_writes_through_it(tmp_path: Path) -> None:
         (lambda d: "", "empty output path"),
         (lambda d: d, "is a directory"),
         (lambda d: d / "file.txt" / "plda.h5", "is a file, not a directory"),
-        (lambda d: "/proc/voicehub_x.h5", "cannot create a file in /proc"),
+        (lambda d: "/proc/voicehub_x.h5", "cannot create files in /proc"),
     ],
     ids=["empty", "directory", "parent-is-file", "unwritable-dir"],
 )

@@ -23,8 +23,6 @@ import copy
 import inspect
 import os
 import pickle
-import stat
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -33,7 +31,8 @@ import h5py
 import numpy as np
 
 from voicehub.core import strict_json
-from voicehub.core.errors import ConfigError, StrictJSONError, UnknownConfigKeyError, VoiceHubError
+from voicehub.core.errors import ConfigError, OutputPathError, StrictJSONError, UnknownConfigKeyError, VoiceHubError
+from voicehub.core.files import atomic_write as atomic_output
 from voicehub.hyperion.errors import (
     HyperionError,
     HyperionFileError,
@@ -68,19 +67,6 @@ def _refuse_pickle(path: Path, action: str) -> UnsafeFormatError:
         "allow_pickle=True only for a trusted, version-controlled file, or use the HDF5 format",
         path=path,
     )
-
-
-def _default_file_mode() -> int:
-    """``0o666 & ~umask``: the mode ``open()`` gives a new file (mkstemp would give 0600)."""
-    try:
-        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
-            if line.startswith("Umask:"):
-                return 0o666 & ~int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    mask = os.umask(0o022)  # no other portable way to read the umask
-    os.umask(mask)
-    return 0o666 & ~mask
 
 
 def resolve_output_path(path: PathLike) -> Path:
@@ -128,29 +114,9 @@ def atomic_write(path: PathLike, write: Callable[[Path], None]) -> Path:
     target = resolve_output_path(path)
     raw = os.fspath(path)
     try:
-        mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else _default_file_mode()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        os.close(fd)
-    except OSError as err:
-        raise HyperionFileError(
-            f"{raw}: cannot create a file in {target.parent} ({err.strerror or err}); choose a writable directory",
-            path=raw,
-        ) from err
-    tmp = Path(name)
-    try:
-        write(tmp)
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
-        raise HyperionFileError(
-            f"{raw}: cannot write the file ({err.strerror or err}); check free space and permissions", path=raw
-        ) from err
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return target
+        return atomic_output(target, write)
+    except OutputPathError as err:
+        raise HyperionFileError(str(err), path=raw) from err
 
 
 def open_hdf5(path: Path) -> h5py.File:

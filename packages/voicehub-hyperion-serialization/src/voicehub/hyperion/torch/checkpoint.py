@@ -28,7 +28,6 @@ import os
 import pickle
 import re
 import struct
-import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any
 import torch
 
 from voicehub.core import StrictJSONError, strict_json
+from voicehub.core.files import atomic_write, write_text_atomic
 from voicehub.hyperion.errors import HyperionFileError, UnsafeFormatError
 
 CONFIG_FILE_NAME = "config.json"
@@ -98,15 +98,7 @@ def save_single_file(
         "class_path": class_path,
         "package_version": package_version,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(payload, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda tmp: torch.save(payload, tmp), what="checkpoint")
     return path
 
 
@@ -136,17 +128,8 @@ def save_directory(
         "class_path": class_path,
         "package_version": package_version,
     }
-    fd, tmp = tempfile.mkstemp(prefix=f".{WEIGHTS_FILE_NAME}.", suffix=".tmp", dir=path)
-    os.close(fd)
-    try:
-        save_file(tensors, tmp, metadata=metadata)
-        os.replace(tmp, path / WEIGHTS_FILE_NAME)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    from voicehub.core import write_text_atomic
-
-    write_text_atomic(path / CONFIG_FILE_NAME, strict_json.dumps(dict(model_cfg), indent=2) + "\n")
+    atomic_write(path / WEIGHTS_FILE_NAME, lambda tmp: save_file(tensors, str(tmp), metadata=metadata), what="weights")
+    write_text_atomic(path / CONFIG_FILE_NAME, strict_json.dumps(dict(model_cfg), indent=2) + "\n", what="config")
     return path
 
 
