@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 from scipy import linalg
 
+from voicehub.hyperion.errors import HyperionInputError
 from voicehub.hyperion.np import SPLDA
 from voicehub.hyperion.np._checks import as_labels, class_stats
-from voicehub.hyperion.np.plda import _class_sums, _EMStats, gram
+from voicehub.hyperion.np.plda import _class_sums, _EMStats, _Scorer, gram
 
 _LOG_2PI = float(np.log(2 * np.pi))
 
@@ -75,6 +76,31 @@ def test_augmented_product_scoring_equals_the_quadratic_form() -> None:
     np.testing.assert_allclose(model.llr_1vs1(x1.astype(np.float32).tolist(), x2), scores, atol=1e-4)
     # one row / one column
     np.testing.assert_allclose(model.llr_1vs1(x1[:1], x2[:1]), reference[:1, :1], atol=1e-10)
+
+
+@pytest.mark.parametrize("zero_rows", [0, 2])
+def test_low_rank_scorer_equals_the_generalized_eigenproblem_scorer(zero_rows: int) -> None:
+    rng = np.random.default_rng(11 + zero_rows)
+    dim, y_dim = 9, 5
+    v = rng.standard_normal((y_dim, dim))
+    v[:zero_rows] = 0.0  # a rank-deficient V: those directions must drop out, not divide by 0
+    a = rng.standard_normal((dim, dim))
+    w = np.linalg.inv(a @ a.T + 0.3 * np.eye(dim))
+    mu = rng.standard_normal(dim)
+    model = SPLDA(mu=mu, V=v, W=w)
+    full = _Scorer.build(*model.covariances())
+    low = model._scorer()
+    assert low.d.size == y_dim - zero_rows
+    np.testing.assert_allclose(np.sort(low.d), np.sort(full.d), rtol=1e-10)
+    x1, x2 = rng.standard_normal((6, dim)) + mu, rng.standard_normal((4, dim)) + mu
+    np.testing.assert_allclose(low.llr_1vs1(x1, x2), full.llr_1vs1(x1, x2), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(low.llr_1vs1(x1, x2), _reference_llr(model, x1, x2), rtol=0, atol=1e-10)
+
+
+def test_low_rank_scorer_refuses_an_indefinite_precision() -> None:
+    v = np.ones((1, 3))
+    with pytest.raises(HyperionInputError, match="W is not positive definite"):
+        SPLDA(mu=np.zeros(3), V=v, W=-np.eye(3)).llr_1vs1(np.zeros((1, 3)), np.ones((1, 3)))
 
 
 def test_sparse_class_sums_equal_class_stats() -> None:

@@ -135,8 +135,33 @@ class _Scorer:
         if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(sb)) and np.all(np.isfinite(sw))):
             raise HyperionInputError("PLDA: the model parameters contain NaN or infinite values; refit or reload it")
         d, u = linalg.eigh(0.5 * (sb + sb.T), 0.5 * (sw + sw.T), check_finite=False)
+        return cls.from_joint(mu, u, d)
+
+    @classmethod
+    def low_rank(cls, mu: FloatArray, v: FloatArray, w: FloatArray) -> _Scorer:
+        """SPLDA (``Sb = V^T V``, ``Sw = W^-1``) from the (y_dim, y_dim) eigenproblem ``V W V^T = Q diag(d) Q^T``.
+
+        ``U = W V^T Q diag(d)^-1/2`` satisfies ``U^T Sw U = I`` and ``U^T Sb U = diag(d)``, and the
+        directions outside the speaker subspace have ``d = 0`` and add nothing to the LLR, so
+        neither ``W^-1`` nor the (dim, dim) generalized eigenproblem is needed.
+        """
+        if not (np.all(np.isfinite(mu)) and np.all(np.isfinite(v)) and np.all(np.isfinite(w))):
+            raise HyperionInputError("PLDA: the model parameters contain NaN or infinite values; refit or reload it")
+        chol_pd(w, "W")  # W must be a precision (positive definite), as for the full route
+        wv = w @ v.T
+        vwv = v @ wv
+        d, q = linalg.eigh(0.5 * (vwv + vwv.T), driver="evd", check_finite=False)
         keep = d > 1e-12 * max(float(d[-1]), 0.0)
-        d, u = d[keep], np.ascontiguousarray(u[:, keep])
+        d, q = d[keep], q[:, keep]
+        return cls.from_joint(mu, (wv @ q) / np.sqrt(d), d, filtered=True)
+
+    @classmethod
+    def from_joint(cls, mu: FloatArray, u: FloatArray, d: FloatArray, *, filtered: bool = False) -> _Scorer:
+        """The LLR coefficients from a joint diagonalization ``U^T Sw U = I``, ``U^T Sb U = diag(d)``."""
+        if not filtered:
+            keep = d > 1e-12 * max(float(d[-1]), 0.0)
+            d, u = d[keep], u[:, keep]
+        u = np.ascontiguousarray(u)
         a = -0.5 * d * d / ((d + 1.0) * (2.0 * d + 1.0))
         b = d / (2.0 * d + 1.0)
         c = 0.5 * float(np.sum(2.0 * np.log1p(d) - np.log1p(2.0 * d)))
@@ -388,9 +413,12 @@ class _PLDABase(HyperNPModel, register=False):
         key = tuple(id(v) for v in params.values())
         if self._scorer_cache is None or self._scorer_cache[0] != key:
             with single_threaded_blas():
-                mu, sb, sw = self.covariances()
-                self._scorer_cache = (key, _Scorer.build(mu, sb, sw))
+                self._scorer_cache = (key, self._build_scorer())
         return self._scorer_cache[1]
+
+    def _build_scorer(self) -> _Scorer:
+        mu, sb, sw = self.covariances()
+        return _Scorer.build(mu, sb, sw)
 
     @property
     def x_dim(self) -> int | None:
@@ -587,6 +615,10 @@ class SPLDA(_PLDABase):
         require(type(self).__name__, mu=self.mu, V=self.V, W=self.W)
         v = np.asarray(self.V, dtype=np.float64)
         return np.asarray(self.mu, dtype=np.float64), v.T @ v, inv_pd(np.asarray(self.W, np.float64), "W")
+
+    def _build_scorer(self) -> _Scorer:
+        mu, v, w = (np.asarray(p, dtype=np.float64) for p in (self.mu, self.V, self.W))
+        return _Scorer.low_rank(mu, v, w)
 
     def _initialize(self, counts: FloatArray, sums: FloatArray, scatter: FloatArray) -> None:
         means = sums / counts[:, None]
