@@ -72,3 +72,36 @@ def test_unload_still_refuses_while_a_reversible_plan_is_active() -> None:
         model.unload()
     model.restore_optimization_plan()
     model.unload()
+
+
+def test_a_stream_refuses_a_scalar_chunk_with_a_voicehub_error() -> None:
+    import numpy as np
+
+    from voicehub.core.errors import AudioError
+
+    session = voicehub.AutoModel.from_pretrained(model_type="vad_silero").stream(16000)
+    assert session.push(np.zeros(0, dtype=np.float32)) == []
+    for scalar in (np.float32(0.1), torch.tensor(0.1)):
+        with pytest.raises(AudioError, match="got a scalar"):
+            session.push(scalar)
+
+
+def test_saving_again_removes_what_the_earlier_save_wrote_and_this_one_does_not(tmp_path: Path) -> None:
+    import json
+
+    model = voicehub.AutoModel.from_pretrained(model_type="vad_silero")
+    target = model.save_pretrained(tmp_path / "saved")
+    written = json.loads((target / ".voicehub-saved.json").read_text())
+    assert written == ["config.json", "inference_options.json", "model.safetensors"]
+    (target / "notes.txt").write_text("mine")  # not written by a save: kept
+    (target / "stale").mkdir()  # pretend an earlier save wrote it
+    (target / ".voicehub-saved.json").write_text(json.dumps([*written, "stale"]))
+    model.save_pretrained(target)
+    assert sorted(p.name for p in target.iterdir()) == [
+        ".voicehub-saved.json",
+        "config.json",
+        "inference_options.json",
+        "model.safetensors",
+        "notes.txt",
+    ]
+    assert _bounds(voicehub.AutoModel.from_pretrained(target)) == [(3616, 46048)]

@@ -221,7 +221,9 @@ def test_save_pretrained_and_reload_round_trip(mean_square_kernel: Path, tmp_pat
     model.default_options = model.resolve_options(threshold=5e-3, min_gap_frames=2)
     before = model.detect(SPEECH_WAV)
     saved = model.save_pretrained(tmp_path / "saved")
-    assert sorted(p.name for p in saved.iterdir()) == sorted(["config.json", OPTIONS_FILE_NAME, WEIGHTS_FILE_NAME])
+    assert sorted(p.name for p in saved.iterdir()) == sorted(
+        [".voicehub-saved.json", "config.json", OPTIONS_FILE_NAME, WEIGHTS_FILE_NAME]
+    )
     reloaded = EnergyVAD.from_pretrained(saved, device="cpu")
     assert reloaded.default_options == EnergyVADOptions(threshold=5e-3, min_gap_frames=2)
     after = reloaded.detect(SPEECH_WAV)

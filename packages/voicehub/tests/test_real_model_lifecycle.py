@@ -157,10 +157,9 @@ def test_save_pretrained_writes_ordinary_modes_and_reloads_the_same_segments(sil
         saved = silero.save_pretrained(tmp_path / "new" / "silero")
     finally:
         os.umask(previous)
-    assert sorted(p.name for p in saved.iterdir()) == ["config.json", "inference_options.json", "model.safetensors"]
-    assert {p.name: p.stat().st_mode & 0o777 for p in saved.iterdir()} == dict.fromkeys(
-        ["config.json", "inference_options.json", "model.safetensors"], 0o640
-    )
+    names = [".voicehub-saved.json", "config.json", "inference_options.json", "model.safetensors"]
+    assert sorted(p.name for p in saved.iterdir()) == names
+    assert {p.name: p.stat().st_mode & 0o777 for p in saved.iterdir()} == dict.fromkeys(names, 0o640)
     assert saved.stat().st_mode & 0o777 == 0o750
     assert (tmp_path / "new").stat().st_mode & 0o777 == 0o750
     assert [p.name for p in (tmp_path / "new").iterdir()] == ["silero"]  # no staging directory left

@@ -79,7 +79,13 @@ def test_saving_again_into_the_same_directory_replaces_the_encoder_and_keeps_oth
     with torch.no_grad():
         model.runtime.embedding.bias.add_(1.0)  # a different encoder, saved over the first
     model.save_pretrained(target)
-    assert sorted(p.name for p in target.iterdir()) == ["config.json", "encoder", "inference_options.json", "notes.txt"]
+    assert sorted(p.name for p in target.iterdir()) == [
+        ".voicehub-saved.json",
+        "config.json",
+        "encoder",
+        "inference_options.json",
+        "notes.txt",
+    ]
     clip = SYNTHETIC / "flite_slt_3.flac"
     reloaded = XVectorSpeakerVerifier.from_pretrained(target, device="cpu")
     np.testing.assert_array_equal(reloaded.embed(clip).embedding, model.embed(clip).embedding)

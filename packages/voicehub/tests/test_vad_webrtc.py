@@ -107,7 +107,7 @@ def test_vad_webrtc_saves_config_and_options_only_and_reloads_with_the_same_segm
     model.default_options = model.resolve_options(speech_pad_ms=0.0)
     reference = model.detect(LIBRIVOX[1])
     saved = model.save_pretrained(tmp_path / "webrtc")
-    assert sorted(p.name for p in saved.iterdir()) == ["config.json", "inference_options.json"]
+    assert sorted(p.name for p in saved.iterdir()) == [".voicehub-saved.json", "config.json", "inference_options.json"]
     reloaded = AutoModel.from_pretrained(saved)
     assert isinstance(reloaded, WebRTCVADModel)
     assert (reloaded.config.aggressiveness, reloaded.config.frame_duration_ms) == (3, 20)

@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Generic, Self, TypeVar, overload
 
 import numpy as np
 
+from voicehub.core import strict_json
 from voicehub.core.audio import AudioLike, Waveform, load_audio_batch
 from voicehub.core.config import CONFIG_FILE_NAME, Config
 from voicehub.core.device import normalize_device, normalize_dtype, resolve_device, resolve_dtype
@@ -49,12 +50,19 @@ from voicehub.core.errors import (
     OutputValidationError,
     UnknownModelError,
 )
-from voicehub.core.files import check_output_directory, created_parents, normalize_modes
+from voicehub.core.files import check_output_directory, created_parents, default_file_mode, normalize_modes
 from voicehub.core.lazy import import_optional
 from voicehub.core.outputs import ASROutput, SpeakerOutput, TTSOutput, VADOutput, VerificationOutput, check_outputs
 from voicehub.core.tasks import RuntimeState, SpeechTask
 from voicehub.errors import UnknownInferenceOptionError
-from voicehub.optimization import OptimizationHost, OptimizationMode
+from voicehub.optimization import (
+    OptimizationContext,
+    OptimizationHost,
+    OptimizationMode,
+    OptimizationPassRegistry,
+    OptimizationResult,
+    Plan,
+)
 from voicehub.registry import ARCHITECTURE_CATALOG, MODEL_CATALOG, ArchitectureSpec, ModelConfig
 from voicehub.registry.checkpoints import CheckpointSource, LocalSource, parse_source
 
@@ -71,15 +79,28 @@ WEIGHTS_FILE_NAME = "model.safetensors"
 SourceLike = str | os.PathLike[str] | CheckpointSource
 
 
+SAVED_ENTRIES_FILE_NAME = ".voicehub-saved.json"
+"""Hidden file listing the entries a ``save_pretrained`` wrote, so the next save into the same
+directory removes the ones it no longer writes (a detached back-end must not come back)."""
+
+
 def _move_into_place(staging: Path, target: Path) -> None:
     """Rename ``staging`` to ``target``, or move its entries into an existing ``target`` directory.
 
-    Entries of ``target`` with the same names are replaced (a directory entry as a whole); other
-    entries are kept.
+    Entries of ``target`` with the same names are replaced (a directory entry as a whole);
+    entries an earlier save wrote (listed in ``.voicehub-saved.json``) that this save does not
+    write are removed; other entries are kept.
     """
+    written = sorted(item.name for item in staging.iterdir())
+    (staging / SAVED_ENTRIES_FILE_NAME).write_text(strict_json.dumps(written) + "\n", encoding="utf-8")
+    os.chmod(staging / SAVED_ENTRIES_FILE_NAME, default_file_mode())
     if not target.exists():
         os.rename(staging, target)
         return
+    previous: list[str] = []
+    with contextlib.suppress(OSError, ValueError):
+        listed = strict_json.loads((target / SAVED_ENTRIES_FILE_NAME).read_text(encoding="utf-8"))
+        previous = [name for name in listed if isinstance(name, str) and "/" not in name and name not in (".", "..")]
     for item in sorted(staging.iterdir()):
         destination = target / item.name
         if destination.is_dir() and not destination.is_symlink():
@@ -89,6 +110,12 @@ def _move_into_place(staging: Path, target: Path) -> None:
             shutil.rmtree(retired, ignore_errors=True)
         else:
             os.replace(item, destination)
+    for name in sorted(set(previous) - set(written)):
+        stale = target / name
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -316,6 +343,27 @@ class PreTrainedSpeechModel(OptimizationHost, Generic[ConfigT, OptionsT]):
             self._device = None
             self._state = RuntimeState.CREATED
 
+    def apply_optimization_plan(
+        self,
+        plan: Plan,
+        *,
+        mode: OptimizationMode | str = OptimizationMode.INFERENCE,
+        context: OptimizationContext | None = None,
+        registry: OptimizationPassRegistry | None = None,
+    ) -> OptimizationResult:
+        """:meth:`OptimizationHost.apply_optimization_plan` under the wrapper's lock.
+
+        Two threads cannot both find no active plan and apply one, and ``unload()`` cannot drop
+        the runtime between the plan's application and its record.
+        """
+        with self._lock:
+            return super().apply_optimization_plan(plan, mode=mode, context=context, registry=registry)
+
+    def restore_optimization_plan(self, mode: OptimizationMode | str = OptimizationMode.INFERENCE) -> None:
+        """:meth:`OptimizationHost.restore_optimization_plan` under the wrapper's lock."""
+        with self._lock:
+            super().restore_optimization_plan(mode)
+
     def _optimization_recovery(self) -> str:
         name = type(self).__name__
         return f"call unload() then load(), or build a new wrapper with {name}.from_pretrained(...)"
@@ -336,6 +384,9 @@ class PreTrainedSpeechModel(OptimizationHost, Generic[ConfigT, OptionsT]):
             except BaseException:
                 if fresh:
                     self._device = None
+                else:  # undo a half-done switch so the runtime matches the state still reported
+                    with contextlib.suppress(Exception):
+                        self._prepare_for_inference(runtime) if training else self._prepare_for_training(runtime)
                 raise
             self._runtime = runtime
             self._state = target

@@ -552,7 +552,13 @@ class VADStreamSession:
                 f"or run model.detect(path) on a whole file",
                 source="stream",
             )
-        if hasattr(chunk, "__len__") and len(chunk) == 0:
+        if np.ndim(chunk) == 0:
+            raise AudioError(
+                "VADStreamSession.push() takes a 1-D chunk of samples (num_samples,), got a scalar; "
+                "wrap a single sample as np.array([value])",
+                source="stream",
+            )
+        if np.size(chunk) == 0:
             return []
         samples = load_audio((chunk, self.sample_rate)).samples
         if self._resampler is not None:
