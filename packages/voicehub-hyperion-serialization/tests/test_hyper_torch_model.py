@@ -489,3 +489,42 @@ def test_checkpoint_files_get_ordinary_modes_and_replacing_keeps_the_mode(tmp_pa
     model.save(tmp_path / "model.pth")
     assert files[0].stat().st_mode & 0o777 == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pth", "model_dir"]
+
+
+def test_save_onto_a_file_or_under_a_file_raises_naming_the_path_and_writes_nothing(tmp_path: Path) -> None:
+    model = _trained()
+    occupied = tmp_path / "occupied"
+    occupied.write_bytes(b"not a directory")
+    single_dir = tmp_path / "taken.pth"
+    single_dir.mkdir()
+    # directory format onto a file, directory format under a file, single file under a file / onto a directory
+    for target in (occupied, occupied / "ckpt", occupied / "m.pth", single_dir):
+        with pytest.raises(HyperionFileError) as info:
+            model.save(target)
+        assert str(target) in str(info.value) and info.value.path == str(target)
+    assert occupied.read_bytes() == b"not a directory"
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["occupied", "taken.pth"]
+
+
+def test_failed_directory_save_removes_the_directories_and_files_it_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from voicehub.core.errors import OutputPathError
+    from voicehub.hyperion.torch import checkpoint
+
+    def disk_full(path: Path, text: str, **kwargs: Any) -> Path:
+        raise OutputPathError(f"config {path}: cannot write (No space left on device)", path=path)
+
+    model = _trained()
+    monkeypatch.setattr(checkpoint, "write_text_atomic", disk_full)
+    target = tmp_path / "new" / "deeper" / "ckpt"
+    with pytest.raises(HyperionFileError, match="No space left") as info:
+        model.save(target)
+    assert info.value.path == str(target)
+    assert list(tmp_path.iterdir()) == []  # the weights written first are gone, and so are the three directories
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    (existing / "notes.txt").write_text("keep")
+    with pytest.raises(HyperionFileError):
+        model.save(existing)
+    assert sorted(p.name for p in existing.iterdir()) == ["model.safetensors", "notes.txt"]  # weights-first order

@@ -36,7 +36,8 @@ from typing import Any
 import torch
 
 from voicehub.core import StrictJSONError, strict_json
-from voicehub.core.files import atomic_write, write_text_atomic
+from voicehub.core.errors import OutputPathError
+from voicehub.core.files import atomic_write, check_output_directory, created_parents, write_text_atomic
 from voicehub.hyperion.errors import HyperionFileError, UnsafeFormatError
 
 CONFIG_FILE_NAME = "config.json"
@@ -91,6 +92,10 @@ def save_single_file(
 
     Returns:
         ``path``.
+
+    Raises:
+        HyperionFileError: naming ``path`` when it cannot be written (a directory, a file among its
+            parents, an unwritable directory, a full disk); the old file, if any, is kept.
     """
     payload = {
         "model_cfg": dict(model_cfg),
@@ -98,7 +103,10 @@ def save_single_file(
         "class_path": class_path,
         "package_version": package_version,
     }
-    atomic_write(path, lambda tmp: torch.save(payload, tmp), what="checkpoint")
+    try:
+        atomic_write(path, lambda tmp: torch.save(payload, tmp), what="checkpoint")
+    except OutputPathError as err:
+        raise HyperionFileError(str(err), path=path) from err
     return path
 
 
@@ -113,14 +121,22 @@ def save_directory(
     """Write ``config.json`` + ``model.safetensors`` into ``path``, each file atomically.
 
     The weights are written first, so a crash leaves either the old pair or new weights with
-    the old config, never a config that names tensors which are missing.
+    the old config, never a config that names tensors which are missing. The path is checked
+    before anything is written; a directory (and parents) created here is removed again, with
+    what was written into it, when a write fails.
 
     Returns:
-        ``path``.
+        ``path`` (``~`` expanded).
+
+    Raises:
+        HyperionFileError: naming ``path`` when it is a file, lies under a file, or cannot be
+            written; nothing new is left behind.
+        StrictJSONError: for a ``model_cfg`` that is not strict JSON (before anything is written).
     """
     from safetensors.torch import save_file
 
-    path.mkdir(parents=True, exist_ok=True)
+    what = "checkpoint directory"
+    config_text = strict_json.dumps(dict(model_cfg), indent=2) + "\n"
     tensors = {k: v.detach().cpu().contiguous().clone() for k, v in state_dict.items()}
     metadata = {
         "format": "pt",
@@ -128,9 +144,25 @@ def save_directory(
         "class_path": class_path,
         "package_version": package_version,
     }
-    atomic_write(path / WEIGHTS_FILE_NAME, lambda tmp: save_file(tensors, str(tmp), metadata=metadata), what="weights")
-    write_text_atomic(path / CONFIG_FILE_NAME, strict_json.dumps(dict(model_cfg), indent=2) + "\n", what="config")
-    return path
+    try:
+        target = check_output_directory(path, what=what)
+        with created_parents(target, what=what, destination=target) as made:
+            try:
+                atomic_write(
+                    target / WEIGHTS_FILE_NAME,
+                    lambda tmp: save_file(tensors, str(tmp), metadata=metadata),
+                    what="weights",
+                    create_parents=False,
+                )
+                write_text_atomic(target / CONFIG_FILE_NAME, config_text, what="config", create_parents=False)
+            except BaseException:
+                if target in made:  # a directory created for this save: remove what went into it
+                    for name in (WEIGHTS_FILE_NAME, CONFIG_FILE_NAME):
+                        (target / name).unlink(missing_ok=True)
+                raise
+    except OutputPathError as err:
+        raise HyperionFileError(str(err), path=path) from err
+    return target
 
 
 # --------------------------------------------------------------------------- reading
