@@ -282,25 +282,17 @@ def test_flipped_bytes_anywhere_raise_hyperion_file_error_never_a_bare_h5py_erro
             refused += 1
         except VoiceHubError:
             pass  # e.g. an edited config key: UnknownConfigKeyError, which names the file too
-    assert refused > len(good) // 5 // 20  # measured: 232 of 1532 damaged copies are refused as corrupt
+    # measured 163 of 1072 damaged copies refused as corrupt (h5py 3.16); the rest load or raise another
+    # VoiceHub error. A drop well below that means damage slips through as bad values.
+    assert refused >= 120
 
 
 def test_h5py_runtime_error_while_reading_config_names_the_file(tmp_path: Path) -> None:
-    good = _fitted_models()["SPLDA"].save(tmp_path / "plda.h5").read_bytes()
-    for offset in range(len(good)):  # find a flip that damages a link message, as the newcomer's file had
-        damaged = bytearray(good)
-        damaged[offset] ^= 0x5A
-        path = tmp_path / "corrupt.h5"
-        path.write_bytes(bytes(damaged))
-        try:
-            with h5py.File(path, "r") as f:
-                "config" in f  # noqa: B015 (the membership test is what raised)
-        except RuntimeError:
-            break
-        except (OSError, KeyError, ValueError):
-            continue
-    else:
-        pytest.skip("no single-byte flip reproduces h5py's RuntimeError with this h5py build")
+    stored = Path(__file__).parent / "data" / "damaged" / "plda_link_error.h5"  # see data/damaged/README.md
+    path = tmp_path / "corrupt.h5"
+    path.write_bytes(stored.read_bytes())
+    with pytest.raises(RuntimeError), h5py.File(path, "r") as f:
+        "config" in f  # noqa: B015 (the bare error the loaders must not leak)
     with pytest.raises(HyperionFileError, match=r"corrupt\.h5: .*corrupt or not a Hyperion file"):
         HyperNPModel.auto_load(path)
     with pytest.raises(HyperionFileError, match="corrupt or not a Hyperion file"):

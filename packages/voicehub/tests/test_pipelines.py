@@ -21,7 +21,12 @@ def test_pipeline_loads_by_model_type_and_forwards_to_detect(mean_square_kernel:
     output = vad(SPEECH_WAV, threshold=3e-3)
     assert isinstance(output, VADOutput)
     assert [s.end_sample for s in output.segments] == [s.end_sample for s in direct.segments]
-    assert isinstance(vad([SPEECH_WAV, SPEECH_WAV]), list)
+    batch = vad([SPEECH_WAV, SPEECH_WAV], threshold=3e-3)
+    assert isinstance(batch, list) and len(batch) == 2
+    for item in batch:
+        assert [(s.start_sample, s.end_sample) for s in item.segments] == [
+            (s.start_sample, s.end_sample) for s in direct.segments
+        ]
 
 
 def test_pipeline_refuses_other_tasks_and_loader_options_next_to_a_model(mean_square_kernel: Path) -> None:
