@@ -48,6 +48,7 @@ from voicehub.core.errors import (
     LifecycleError,
     OutputPathError,
     OutputValidationError,
+    SampleRateError,
     UnknownModelError,
 )
 from voicehub.core.files import check_output_directory, created_parents, default_file_mode, normalize_modes
@@ -670,11 +671,63 @@ class PreTrainedAudioModel(PreTrainedSpeechModel[ConfigT, OptionsT]):
 
 
 class PreTrainedVADModel(PreTrainedAudioModel[ConfigT, OptionsT]):
-    """Base of voice-activity-detection wrappers; implement ``_detect``."""
+    """Base of voice-activity-detection wrappers; implement ``_detect``.
+
+    VAD inputs are decoded and downmixed here but resampled by the wrapper's ``_detect``, so
+    each output can record the rate of its input. A config with ``resample = False`` makes
+    inputs at a rate outside :attr:`supported_sample_rates` an error instead.
+    """
 
     task: ClassVar[SpeechTask] = SpeechTask.VOICE_ACTIVITY_DETECTION
     output_type: ClassVar[type] = VADOutput
     _task_method: ClassVar[str] = "detect"
+
+    def prepare_audio(
+        self, audio: AudioLike | Sequence[AudioLike], *, sample_rate: int | None = None
+    ) -> tuple[list[Waveform], bool]:
+        """Decode and downmix (no resampling: ``_detect`` does it).
+
+        Raises:
+            SampleRateError: for audio at an unsupported rate when ``config.resample`` is false.
+            AudioError: for unusable audio.
+        """
+        waveforms, is_batch = load_audio_batch(audio, sample_rate=sample_rate)
+        if not getattr(self.config, "resample", True):
+            for waveform in waveforms:
+                self.check_input_rate(waveform.sample_rate, waveform.source)
+        return waveforms, is_batch
+
+    def check_input_rate(self, sample_rate: int, source: str) -> None:
+        """Refuse a rate outside :attr:`supported_sample_rates` (used when resampling is off).
+
+        Raises:
+            SampleRateError: naming both the rate given and the supported ones.
+        """
+        rates = self.supported_sample_rates
+        if rates and sample_rate not in rates:
+            raise SampleRateError(
+                f"{source}: {type(self).__name__} runs at {list(rates)} Hz, got {sample_rate} Hz and resampling is "
+                f"off ({type(self.config).__name__}(resample=False)); resample the audio or enable resample",
+                expected=rates,
+                actual=sample_rate,
+                source=source,
+            )
+
+    def check_stream_rate(self, sample_rate: object) -> int:
+        """Validate the ``sample_rate`` given to ``stream()``.
+
+        Returns:
+            The rate in Hz.
+
+        Raises:
+            SampleRateError: for a non-positive or non-integer rate, or an unsupported one when
+                resampling is off.
+        """
+        if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or sample_rate <= 0:
+            raise SampleRateError(f"stream(): sample_rate must be a positive int in Hz, got {sample_rate!r}")
+        if not getattr(self.config, "resample", True):
+            self.check_input_rate(sample_rate, "stream")
+        return sample_rate
 
     @overload
     def detect(

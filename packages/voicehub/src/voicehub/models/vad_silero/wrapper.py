@@ -18,8 +18,8 @@ from voicehub.architectures.errors import CheckpointMismatchError
 from voicehub.architectures.silero_vad.checkpoint import load_silero_vad
 from voicehub.architectures.silero_vad.config import SileroVADConfig, chunk_num_samples
 from voicehub.architectures.silero_vad.model import SileroVAD, SileroVADState
-from voicehub.core.audio import AudioLike, Waveform, load_audio_batch
-from voicehub.core.errors import CheckpointError, SampleRateError
+from voicehub.core.audio import Waveform
+from voicehub.core.errors import CheckpointError
 from voicehub.core.outputs import VADOutput
 from voicehub.modeling import PreTrainedVADModel
 from voicehub.models.vad_silero.config import SILERO_SAMPLE_RATES, VADSileroConfig
@@ -77,32 +77,6 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions]):
         if self.config.use_8khz_branch and 8000 not in rates:
             rates.append(8000)
         return tuple(rates)
-
-    def prepare_audio(
-        self, audio: AudioLike | Sequence[AudioLike], *, sample_rate: int | None = None
-    ) -> tuple[list[Waveform], bool]:
-        """Decode and downmix; resampling happens in ``_detect`` (so outputs can name the input rate).
-
-        Raises:
-            SampleRateError: for audio at an unsupported rate when ``config.resample`` is false.
-            AudioError: for unusable audio.
-        """
-        waveforms, is_batch = load_audio_batch(audio, sample_rate=sample_rate)
-        if not self.config.resample:
-            for waveform in waveforms:
-                self._check_rate(waveform.sample_rate, waveform.source)
-        return waveforms, is_batch
-
-    def _check_rate(self, sample_rate: int, source: str) -> None:
-        rates = self.supported_sample_rates
-        if sample_rate not in rates:
-            raise SampleRateError(
-                f"{source}: Silero VAD runs at {list(rates)} Hz, got {sample_rate} Hz and resampling is off "
-                f"(VADSileroConfig(resample=False)); resample the audio or enable resample",
-                expected=rates,
-                actual=sample_rate,
-                source=source,
-            )
 
     # ------------------------------------------------------------------ loading
     def _load_runtime(self, checkpoint: Path | None, *, device: str, dtype: Any, training: bool) -> SileroVAD:
@@ -204,10 +178,7 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions]):
             UnknownInferenceOptionError, InferenceOptionError: for bad options.
         """
         resolved = self.resolve_options_for("stream", options, overrides)
-        if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or sample_rate <= 0:
-            raise SampleRateError(f"stream(): sample_rate must be a positive int in Hz, got {sample_rate!r}")
-        if not self.config.resample:
-            self._check_rate(sample_rate, "stream")
+        self.check_stream_rate(sample_rate)
         runtime: SileroVAD = self._inference_runtime()
         scorer = SileroFrameScorer(runtime, self._runtime_rate(runtime, sample_rate))
         metadata = self._metadata(runtime, sample_rate)

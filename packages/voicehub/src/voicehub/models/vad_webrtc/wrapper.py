@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from voicehub.core.audio import AudioLike, Waveform, load_audio_batch
-from voicehub.core.errors import SampleRateError
+from voicehub.core.audio import Waveform
 from voicehub.core.lazy import import_optional
 from voicehub.core.outputs import VADOutput
 from voicehub.modeling import PreTrainedVADModel
@@ -106,30 +105,6 @@ class WebRTCVADModel(PreTrainedVADModel[VADWebRTCConfig, VADOptions]):
         """``config.sample_rate`` first, then the other rates the detector accepts."""
         return (self.config.sample_rate, *(r for r in WEBRTC_SAMPLE_RATES if r != self.config.sample_rate))
 
-    def prepare_audio(
-        self, audio: AudioLike | Sequence[AudioLike], *, sample_rate: int | None = None
-    ) -> tuple[list[Waveform], bool]:
-        """Decode and downmix; resampling happens in ``_detect`` (so outputs can name the input rate).
-
-        Raises:
-            SampleRateError: for audio at an unsupported rate when ``config.resample`` is false.
-        """
-        waveforms, is_batch = load_audio_batch(audio, sample_rate=sample_rate)
-        if not self.config.resample:
-            for waveform in waveforms:
-                self._check_rate(waveform.sample_rate, waveform.source)
-        return waveforms, is_batch
-
-    def _check_rate(self, sample_rate: int, source: str) -> None:
-        if sample_rate not in WEBRTC_SAMPLE_RATES:
-            raise SampleRateError(
-                f"{source}: WebRTC VAD runs at {list(WEBRTC_SAMPLE_RATES)} Hz, got {sample_rate} Hz and "
-                f"resampling is off (VADWebRTCConfig(resample=False)); resample the audio or enable resample",
-                expected=WEBRTC_SAMPLE_RATES,
-                actual=sample_rate,
-                source=source,
-            )
-
     def _load_runtime(self, checkpoint: Path | None, *, device: str, dtype: Any, training: bool) -> WebRTCDetector:
         return WebRTCDetector(self.config.aggressiveness, self.config.frame_duration_ms)
 
@@ -173,10 +148,7 @@ class WebRTCVADModel(PreTrainedVADModel[VADWebRTCConfig, VADOptions]):
             UnknownInferenceOptionError, InferenceOptionError: for bad options.
         """
         resolved = self.resolve_options_for("stream", options, overrides)
-        if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or sample_rate <= 0:
-            raise SampleRateError(f"stream(): sample_rate must be a positive int in Hz, got {sample_rate!r}")
-        if not self.config.resample:
-            self._check_rate(sample_rate, "stream")
+        self.check_stream_rate(sample_rate)
         runtime: WebRTCDetector = self._inference_runtime()
         rate = sample_rate if sample_rate in WEBRTC_SAMPLE_RATES else self.config.sample_rate
         return VADStreamSession(
