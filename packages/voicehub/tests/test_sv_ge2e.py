@@ -222,6 +222,69 @@ np.save({str(tmp_path / "fresh.npy")!r}, calibration.predict(plda.llr_1vs1(x, x)
         verifier.set_backend(None)
 
 
+def test_backend_save_replaces_the_directory_as_a_whole_and_a_failure_changes_nothing(
+    corpus_embeddings: dict[str, np.ndarray], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from voicehub.core.errors import OutputPathError
+    from voicehub.core.files import default_directory_mode, default_file_mode
+    from voicehub.hyperion.np import SPLDA
+
+    data = corpus_embeddings
+    calibrated = PLDABackend.fit(data["crops"], data["crop_speakers"], sessions=data["crop_sessions"])
+    some = data["crop_speakers"] != "librivox"  # another transform (centre), so every file differs
+    plain = PLDABackend.fit(data["crops"][some], data["crop_speakers"][some], calibrate=False, shrinkage=0.3)
+    directory = tmp_path / "new" / "backend"
+    assert calibrated.save(directory) == directory
+    old = {p.name: p.read_bytes() for p in directory.iterdir()}
+    assert sorted(old) == ["calibration.h5", "plda.h5", "transform.h5"]
+
+    def disk_full(self: SPLDA, path: Path) -> Path:  # the second file fails, after transform.h5 was written
+        raise HyperionFileError(f"{path}: cannot write (No space left on device)", path=path)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(SPLDA, "save", disk_full)
+        with pytest.raises(HyperionFileError, match="No space left"):
+            plain.save(directory)
+    assert {p.name: p.read_bytes() for p in directory.iterdir()} == old  # the old back-end, complete
+    assert [p.name for p in directory.parent.iterdir()] == ["backend"]  # no staging directory left
+
+    rename = os.rename
+
+    def refuse_staging(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        if ".voicehub-backend-" in os.fspath(src):
+            raise OSError(28, "No space left on device")
+        rename(src, dst)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "rename", refuse_staging)
+        with pytest.raises(OutputPathError, match="backend: cannot write"):
+            plain.save(directory)
+    assert {p.name: p.read_bytes() for p in directory.iterdir()} == old  # put back after it was renamed aside
+    assert [p.name for p in directory.parent.iterdir()] == ["backend"]
+
+    assert plain.save(directory) == directory  # replaced as a whole: the old calibration.h5 is gone
+    assert sorted(p.name for p in directory.iterdir()) == ["plda.h5", "transform.h5"]
+    assert [p.name for p in directory.parent.iterdir()] == ["backend"]
+    assert directory.stat().st_mode & 0o777 == default_directory_mode()
+    assert {p.stat().st_mode & 0o777 for p in directory.iterdir()} == {default_file_mode()}
+    test = data["utterances"][:5]
+    np.testing.assert_array_equal(PLDABackend.load(directory).score(test, test), plain.score(test, test))
+
+    occupied = tmp_path / "occupied"
+    occupied.write_text("keep")
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "notes.txt").write_text("keep")
+    for target, message in ((occupied, "not a directory"), (occupied / "backend", "not a directory"), (mixed, "notes")):
+        with pytest.raises(OutputPathError, match=message) as info:
+            plain.save(target)
+        assert str(target) in str(info.value)
+    assert occupied.read_text() == "keep" and [p.name for p in mixed.iterdir()] == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mixed", "new", "occupied"]
+
+
 # ----------------------------------------------------------------------------- threshold, short clips, inputs
 def test_default_cosine_threshold_sits_in_the_real_speech_gap(corpus_embeddings: dict[str, np.ndarray]) -> None:
     """The numbers docs/speaker.md and DEFAULT_COSINE_THRESHOLD state (all 59 utterances, 1711 pairs)."""

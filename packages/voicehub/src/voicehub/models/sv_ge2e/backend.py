@@ -18,6 +18,9 @@ On disk it is a directory of Hyperion HDF5 files that upstream Hyperion also rea
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,7 +28,8 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from voicehub.core.errors import CheckpointError, InferenceOptionError
+from voicehub.core.errors import CheckpointError, InferenceOptionError, OutputPathError
+from voicehub.core.files import check_output_directory, created_parents, normalize_modes
 from voicehub.hyperion.np import LDA, SPLDA, CentWhiten, HyperNPModel, LNorm, TransformList
 from voicehub.hyperion.np.calibration import GaussCalibration
 from voicehub.hyperion.np.transforms import NPTransform
@@ -218,19 +222,54 @@ class PLDABackend:
             )
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
-        """Write ``transform.h5``, ``plda.h5`` (and ``calibration.h5``) into ``directory``.
+        """Write ``transform.h5``, ``plda.h5`` (and ``calibration.h5``) as the directory ``directory``.
+
+        The files are written into a staging directory beside ``directory``, which then replaces
+        it as a whole (the old directory is renamed aside, the new one renamed in, the old one
+        removed; a failed rename puts the old one back): ``directory`` holds either the old
+        back-end or the complete new one, never a mix. An existing directory may hold only
+        back-end files, since it is replaced. Missing parent directories are created (and
+        removed again on failure); files and directories get ordinary modes.
 
         Returns:
-            The directory.
+            The directory (``~`` expanded, symbolic links resolved).
+
+        Raises:
+            OutputPathError: naming ``directory`` when it is a file, lies under a file, holds
+                files other than a back-end's, or cannot be written; nothing is changed.
+            HyperionFileError: when a model file cannot be written (also nothing changed).
         """
-        target = Path(directory)
-        target.mkdir(parents=True, exist_ok=True)
-        self.transform.save(target / TRANSFORM_FILE)
-        self.plda.save(target / PLDA_FILE)
-        if self.calibration is not None:
-            self.calibration.save(target / CALIBRATION_FILE)
-        else:
-            (target / CALIBRATION_FILE).unlink(missing_ok=True)
+        what = "PLDA back-end directory"
+        target = check_output_directory(directory, what=what)
+        if target.is_symlink():
+            target = target.resolve()  # replace the directory the link points to, keep the link
+        if target.is_dir():
+            foreign = sorted(p.name for p in target.iterdir() if p.name not in _BACKEND_FILES)
+            if foreign:
+                raise OutputPathError(
+                    f"{what} {target}: holds {', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''}, which "
+                    f"saving would delete (the directory is replaced as a whole); save into a new directory, or "
+                    f"one holding only {', '.join(_BACKEND_FILES)}",
+                    path=target,
+                )
+        with created_parents(target.parent, what=what, destination=target):
+            try:
+                staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.voicehub-backend-", dir=target.parent))
+            except OSError as err:
+                raise OutputPathError(f"{what} {target}: cannot write ({err.strerror or err})", path=target) from err
+            try:
+                self.transform.save(staging / TRANSFORM_FILE)
+                self.plda.save(staging / PLDA_FILE)
+                if self.calibration is not None:
+                    self.calibration.save(staging / CALIBRATION_FILE)
+                normalize_modes(staging)
+                _replace_directory(staging, target)
+            except OutputPathError:
+                raise
+            except OSError as err:
+                raise OutputPathError(f"{what} {target}: cannot write ({err.strerror or err})", path=target) from err
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
         return target
 
     @classmethod
@@ -246,6 +285,25 @@ class PLDABackend:
         calibration_file = source / CALIBRATION_FILE
         calibration = _load(calibration_file, GaussCalibration) if calibration_file.exists() else None
         return cls(transform, plda, calibration)
+
+
+_BACKEND_FILES = (TRANSFORM_FILE, PLDA_FILE, CALIBRATION_FILE)
+
+
+def _replace_directory(staging: Path, target: Path) -> None:
+    """Make ``staging`` the directory ``target``: rename the old one aside, rename ``staging`` in,
+    remove the old one; if renaming ``staging`` in fails, the old directory is put back."""
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    retired = target.with_name(f".{target.name}.voicehub-old-{uuid.uuid4().hex}")
+    os.rename(target, retired)
+    try:
+        os.rename(staging, target)
+    except BaseException:
+        os.rename(retired, target)
+        raise
+    shutil.rmtree(retired, ignore_errors=True)
 
 
 def _fit_plda(
