@@ -14,9 +14,14 @@ Training is EM with a maximum-likelihood M-step and, for SPLDA, the minimum-dive
 the same algorithm as upstream Hyperion, vectorized: the per-class posteriors share one
 eigendecomposition instead of one matrix inversion per distinct class size.
 
-Scoring diagonalizes ``Sb`` and ``Sw`` jointly once per model (generalized eigenproblem,
-``U^T Sw U = I``, ``U^T Sb U = diag(d)``), after which the log-likelihood ratio of a trial is a
+Scoring diagonalizes ``Sb`` and ``Sw`` jointly once per model (``U^T Sw U = I``,
+``U^T Sb U = diag(d)``; FRPLDA through the generalized eigenproblem, SPLDA through the
+(y_dim, y_dim) eigenproblem of ``V W V^T``), after which the log-likelihood ratio of a trial is a
 sum of independent per-dimension terms and a whole enrolment x test grid is one matrix product.
+
+SPLDA training computes the data statistics once per fit and runs each EM epoch in the
+eigenbasis of ``V W V^T``, where the class posteriors are diagonal and depend on a class only
+through its size.
 """
 
 from __future__ import annotations
