@@ -285,6 +285,54 @@ def test_backend_save_replaces_the_directory_as_a_whole_and_a_failure_changes_no
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mixed", "new", "occupied"]
 
 
+def test_a_failed_load_does_not_attach_the_saved_backend(
+    corpus_embeddings: dict[str, np.ndarray], tmp_path: Path
+) -> None:
+    import json
+
+    from voicehub.core.errors import ConfigError
+    from voicehub.core.tasks import RuntimeState
+
+    data = corpus_embeddings
+    writer = GE2ESpeakerVerifier.from_pretrained(device="cpu")
+    writer.set_backend(PLDABackend.fit(data["crops"], data["crop_speakers"], calibrate=False))
+    saved = writer.save_pretrained(tmp_path / "saved")
+    # An encoder whose partials are 50 frames, valid on its own (2.5 partials/s: a step of 40 frames), but not
+    # with the wrapper's 1.3 partials/s (a step of 77 frames): the load fails after the back-end was read.
+    encoder_config = saved / "encoder" / "config.json"
+    original = encoder_config.read_text()
+    changed = json.loads(original) | {"partial_num_frames": 50, "partials_per_second": 2.5}
+    encoder_config.write_text(json.dumps(changed))
+    reloaded = GE2ESpeakerVerifier.from_pretrained(saved, device="cpu")
+    with pytest.raises(ConfigError, match="partials_per_second"):
+        reloaded.load()
+    assert reloaded.state is RuntimeState.CREATED and reloaded.backend is None
+    encoder_config.write_text(original)
+    reloaded.load()
+    assert reloaded.backend is not None and reloaded.backend.scoring == "plda"
+
+
+def test_resemblyzer_weights_are_read_once_and_a_hyperion_pth_still_loads(
+    verifier: GE2ESpeakerVerifier, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[str] = []
+    load = torch.load
+
+    def counting_load(path: object, *args: object, **kwargs: object) -> object:
+        reads.append(str(path))
+        return load(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(torch, "load", counting_load)
+    fresh = GE2ESpeakerVerifier.from_pretrained(device="cpu").load()
+    assert len(reads) == 1 and reads[0].endswith("pretrained.pt")  # was read twice (keys first, then weights)
+    pth = verifier.runtime.save(tmp_path / "encoder.pth")
+    reads.clear()
+    from_pth = GE2ESpeakerVerifier.from_pretrained(pth, device="cpu")
+    clip = load_audio(LIBRIVOX[1])
+    np.testing.assert_array_equal(from_pth.embed(clip).embedding, fresh.embed(clip).embedding)
+    assert reads == [str(pth)] * 2  # tried as resemblyzer weights (no 'model_state'), then as Hyperion
+
+
 # ----------------------------------------------------------------------------- threshold, short clips, inputs
 def test_default_cosine_threshold_sits_in_the_real_speech_gap(corpus_embeddings: dict[str, np.ndarray]) -> None:
     """The numbers docs/speaker.md and DEFAULT_COSINE_THRESHOLD state (all 59 utterances, 1711 pairs)."""

@@ -19,11 +19,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from voicehub.architectures.errors import CheckpointMismatchError
 from voicehub.architectures.ge2e import GE2ESpeakerEncoder, load_resemblyzer_checkpoint, preprocess
 from voicehub.architectures.ge2e.checkpoint import RESEMBLYZER_DISTRIBUTION, RESEMBLYZER_VERSION
 from voicehub.core.audio import AudioLike, Waveform
 from voicehub.core.errors import AudioError, CheckpointError, InferenceOptionError
 from voicehub.core.outputs import SpeakerOutput, VerificationOutput
+from voicehub.core.tasks import RuntimeState
 from voicehub.hyperion.torch import CONFIG_FILE_NAME as HYPERION_CONFIG_FILE
 from voicehub.hyperion.torch import HyperTorchModel
 from voicehub.hyperion.torch.checkpoint import sniff_file_type
@@ -59,6 +61,9 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
         # True once the caller chose the back-end (set_backend, fit_backend or backend=): a reload then
         # keeps that choice instead of re-attaching the back-end saved next to the weights.
         self._backend_chosen = backend is not None
+        # The back-end saved next to the weights, read by _load_runtime; attached by _enter only once the
+        # whole load has succeeded, so a failed load leaves the wrapper as it was.
+        self._loaded_backend: PLDABackend | None = None
 
     # ------------------------------------------------------------------ back-end
     @property
@@ -130,6 +135,20 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
         return backend
 
     # ------------------------------------------------------------------ loading
+    def _enter(self, target: RuntimeState) -> Any:
+        runtime = self._runtime
+        if runtime is not None and self._state is target:  # fast path, no lock
+            return runtime
+        with self._lock:
+            self._loaded_backend = None
+            try:
+                runtime = super()._enter(target)
+                if self._loaded_backend is not None and not self._backend_chosen:
+                    self._backend = self._loaded_backend
+            finally:
+                self._loaded_backend = None
+            return runtime
+
     def _build_runtime(self, *, training: bool) -> Any:
         try:
             return super()._build_runtime(training=training)
@@ -153,7 +172,7 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
         model = self._read_encoder(checkpoint)
         backend_dir = checkpoint / BACKEND_DIR
         if checkpoint.is_dir() and backend_dir.is_dir() and not self._backend_chosen:
-            self._backend = PLDABackend.load(backend_dir)
+            self._loaded_backend = PLDABackend.load(backend_dir)  # attached by _enter once the load succeeded
         cfg = self.config
         model.config = model.config.replace(
             trim_silence=cfg.trim_silence,
@@ -182,9 +201,12 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
                 f"--backend DIRECTORY); encoder weights are a resemblyzer .pt, a Hyperion .pth, or a directory",
                 path=checkpoint,
             )
-        payload_keys = _top_level_keys(checkpoint)
-        if "model_state" in payload_keys:
+        try:
             return load_resemblyzer_checkpoint(checkpoint)
+        except CheckpointMismatchError:
+            raise  # a resemblyzer file whose tensors do not fit: its own error, not the Hyperion reader's
+        except CheckpointError:
+            pass  # not a resemblyzer file (no 'model_state'): read it as a Hyperion checkpoint
         loaded = HyperTorchModel.auto_load(checkpoint)
         if not isinstance(loaded, GE2ESpeakerEncoder):
             raise CheckpointError(
@@ -328,15 +350,6 @@ def _check_input_form(item: object) -> None:
         )
     if isinstance(item, list):
         raise AudioError(f"got a list inside a list; a batch is one flat list of inputs; {_ACCEPTED_INPUTS}")
-
-
-def _top_level_keys(path: Path) -> set[str]:
-    """Top-level keys of a ``torch.save`` dict, read with ``weights_only=True`` (empty on failure)."""
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:
-        return set()
-    return {str(k) for k in payload} if isinstance(payload, dict) else set()
 
 
 __all__ = ["BACKEND_DIR", "ENCODER_DIR", "GE2ESpeakerVerifier"]
