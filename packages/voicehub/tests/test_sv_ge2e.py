@@ -333,6 +333,25 @@ def test_resemblyzer_weights_are_read_once_and_a_hyperion_pth_still_loads(
     assert reads == [str(pth)] * 2  # tried as resemblyzer weights (no 'model_state'), then as Hyperion
 
 
+def test_cosine_scoring_is_the_base_rule_and_a_zero_embedding_is_the_same_error_everywhere(
+    verifier: GE2ESpeakerVerifier,
+) -> None:
+    from voicehub.core.errors import OutputValidationError
+    from voicehub.modeling import PreTrainedSVModel
+
+    a, b, c = verifier.embed([LIBRIVOX[1], LIBRIVOX[2], LIBRIVOX[4]])
+    options = verifier.resolve_options()
+    for enrolled in ([a], [a, b]):
+        mine = verifier.score_embeddings(enrolled, c)
+        base = PreTrainedSVModel._score_enrolled(verifier, enrolled, c, options)
+        assert mine == base and mine.scoring == "cosine"
+    opposite = SpeakerOutput(embedding=-a.embedding, duration_s=a.duration_s, source="opposite")
+    zero = SpeakerOutput(embedding=np.zeros_like(a.embedding), duration_s=1.0, source="zero")
+    for enrolled, test in (([a, opposite], c), ([zero], c), (a, zero)):  # clips that cancel out, zero vectors
+        with pytest.raises(OutputValidationError, match="zero embedding"):
+            verifier.score_embeddings(enrolled, test)
+
+
 # ----------------------------------------------------------------------------- threshold, short clips, inputs
 def test_default_cosine_threshold_sits_in_the_real_speech_gap(corpus_embeddings: dict[str, np.ndarray]) -> None:
     """The numbers docs/speaker.md and DEFAULT_COSINE_THRESHOLD state (all 59 utterances, 1711 pairs)."""

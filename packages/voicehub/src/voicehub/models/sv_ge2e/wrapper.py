@@ -29,7 +29,7 @@ from voicehub.core.tasks import RuntimeState
 from voicehub.hyperion.torch import CONFIG_FILE_NAME as HYPERION_CONFIG_FILE
 from voicehub.hyperion.torch import HyperTorchModel
 from voicehub.hyperion.torch.checkpoint import sniff_file_type
-from voicehub.modeling import PreTrainedSVModel, cosine_similarity
+from voicehub.modeling import PreTrainedSVModel
 from voicehub.models.sv_ge2e.backend import DEFAULT_CALIBRATION_FOLDS, DEFAULT_SHRINKAGE, PLDABackend
 from voicehub.models.sv_ge2e.config import MIN_SPEECH_S, SVGE2EConfig, SVGE2EOptions
 from voicehub.registry.checkpoints import DistributionSource
@@ -284,40 +284,42 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
             )
         return outputs
 
-    def _score(self, enrollment: SpeakerOutput, test: SpeakerOutput, options: SVGE2EOptions) -> VerificationOutput:
-        return self._score_enrolled([enrollment], test, options)
+    def _scoring_backend(self, options: SVGE2EOptions) -> PLDABackend | None:
+        """The back-end that scores under ``options``, or ``None`` for cosine scoring.
 
-    def _score_enrolled(
-        self, enrollment: Sequence[SpeakerOutput], test: SpeakerOutput, options: SVGE2EOptions
-    ) -> VerificationOutput:
+        Raises:
+            InferenceOptionError: for ``scoring="backend"`` without an attached back-end.
+        """
         backend = self._backend
         if options.scoring == "backend" and backend is None:
             raise InferenceOptionError(
                 "scoring='backend' but no PLDA back-end is attached; attach one (Python: set_backend(directory) "
                 "or fit_backend(audio, labels); command line: --backend DIRECTORY), or use cosine scoring"
             )
-        if backend is None or options.scoring == "cosine":
-            if len(enrollment) == 1:
-                score = cosine_similarity(enrollment[0], test)
-            else:
-                mean = np.mean([e.embedding.astype(np.float64) for e in enrollment], axis=0)
-                probe = test.embedding.astype(np.float64)
-                norm = float(np.linalg.norm(mean) * np.linalg.norm(probe))
-                if norm == 0.0:
-                    raise InferenceOptionError("cannot score a zero embedding (the enrolment clips cancel out?)")
-                score = max(-1.0, min(1.0, float(mean @ probe) / norm))
-            return VerificationOutput(
-                score=score, threshold=options.threshold, is_same_speaker=score >= options.threshold, scoring="cosine"
-            )
+        return None if options.scoring == "cosine" else backend
+
+    def _score(self, enrollment: SpeakerOutput, test: SpeakerOutput, options: SVGE2EOptions) -> VerificationOutput:
+        backend = self._scoring_backend(options)
+        if backend is None:
+            return super()._score(enrollment, test, options)  # cosine against options.threshold
         backend.check_dim(test.embedding_dim)
-        if len(enrollment) == 1:
-            llr = float(backend.score(enrollment[0].embedding, test.embedding)[0, 0])
-        else:
-            llr = backend.score_enrollment(np.stack([e.embedding for e in enrollment]), test.embedding)
-        threshold = options.backend_threshold
-        return VerificationOutput(
-            score=llr, threshold=threshold, is_same_speaker=llr >= threshold, scoring=backend.scoring
-        )
+        return _plda_decision(backend, float(backend.score(enrollment.embedding, test.embedding)[0, 0]), options)
+
+    def _score_enrolled(
+        self, enrollment: Sequence[SpeakerOutput], test: SpeakerOutput, options: SVGE2EOptions
+    ) -> VerificationOutput:
+        backend = self._scoring_backend(options)
+        if backend is None or len(enrollment) == 1:
+            # cosine: the base rule (the mean embedding, scored by _score); one clip: _score (1-vs-1 LLR)
+            return super()._score_enrolled(enrollment, test, options)
+        backend.check_dim(test.embedding_dim)
+        llr = backend.score_enrollment(np.stack([e.embedding for e in enrollment]), test.embedding)
+        return _plda_decision(backend, llr, options)
+
+
+def _plda_decision(backend: PLDABackend, llr: float, options: SVGE2EOptions) -> VerificationOutput:
+    threshold = options.backend_threshold
+    return VerificationOutput(score=llr, threshold=threshold, is_same_speaker=llr >= threshold, scoring=backend.scoring)
 
 
 _ACCEPTED_INPUTS = (
