@@ -161,3 +161,21 @@ def test_verify_refuses_thresholds_that_would_be_ignored(tmp_path: Path) -> None
     assert (
         scoring.exit_code == 2 and "add --backend DIRECTORY" in scoring.output and "set_backend" not in scoring.output
     )
+
+
+def test_help_names_the_registered_default_model_and_no_hard_coded_threshold() -> None:
+    from voicehub.auto import get_default_model_spec
+    from voicehub.models.sv_ge2e.config import DEFAULT_COSINE_THRESHOLD
+
+    default = get_default_model_spec("sv").model_type
+    runner = CliRunner()
+    for command in ("embed", "verify"):
+        result = runner.invoke(main, [command, "--help"], terminal_width=400)
+        assert result.exit_code == 0, result.output
+        text = " ".join(result.output.split())
+        assert f"(default: {default}); see `voicehub models --task sv`" in text
+        assert f"read as --model (default: {default})." in text
+    verify_help = " ".join(runner.invoke(main, ["verify", "--help"], terminal_width=400).output.split())
+    # the cosine threshold belongs to the model's options (sv_ge2e: DEFAULT_COSINE_THRESHOLD), not to the command
+    assert "default: the model's own threshold option" in verify_help
+    assert str(DEFAULT_COSINE_THRESHOLD) not in verify_help

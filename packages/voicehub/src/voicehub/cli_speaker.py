@@ -13,13 +13,27 @@ from voicehub.core.errors import VoiceHubError
 from voicehub.core.files import atomic_write as write_file_atomic
 from voicehub.core.files import check_output_file
 from voicehub.core.outputs import SpeakerOutput, VerificationOutput
+from voicehub.core.tasks import SpeechTask
 
+
+def _default_model_help() -> str:
+    """The task's default model as help text, read from the catalog (declarations only: no torch, no model code)."""
+    from voicehub.auto import get_default_model_spec
+
+    try:
+        return get_default_model_spec(SpeechTask.SPEAKER_VERIFICATION).model_type
+    except VoiceHubError:  # no default registered (or a catalog problem, reported when a command runs)
+        return "the task's default model"
+
+
+_DEFAULT_MODEL = _default_model_help()
 _MODEL_HELP = (
-    "A registered speaker-verification model type or alias (default: sv_ge2e); see `voicehub models --task sv`."
+    f"A registered speaker-verification model type or alias (default: {_DEFAULT_MODEL}); see "
+    "`voicehub models --task sv`."
 )
 _SOURCE_HELP = (
     "Checkpoint source (file, directory, hf:owner/name); default: the model's own. A weight file is read as "
-    "--model (default sv_ge2e)."
+    f"--model (default: {_DEFAULT_MODEL})."
 )
 
 
@@ -177,7 +191,10 @@ def embed_command(
     "--threshold",
     type=float,
     default=None,
-    help="Cosine decision threshold in [-1, 1] (default 0.73); not with --backend unless --scoring cosine.",
+    help=(
+        "Cosine decision threshold in [-1, 1] (default: the model's own threshold option, printed with the "
+        "decision); not with --backend unless --scoring cosine."
+    ),
 )
 @click.option(
     "--backend-threshold", type=float, default=None, help="LLR decision threshold (default 0); needs --backend."
@@ -228,9 +245,6 @@ def verify_command(
         model.resolve_options(**overrides)
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
-    score_embeddings = getattr(model, "score_embeddings", None)
-    if len(enrollment) > 1 and not callable(score_embeddings):
-        raise click.UsageError(f"model {model.model_type!r} does not support enrolment with several clips")
     embeddings, failures = [], []
     for path in (*enrollment, test):
         result, failure = _embed_file(model, path, sample_rate, overrides)
@@ -244,12 +258,7 @@ def verify_command(
         click.echo(f"Error: {len(failures)} of {len(enrollment) + 1} file(s) failed; no decision made", err=True)
         raise click.exceptions.Exit(1)
     try:
-        if callable(score_embeddings):
-            decision: VerificationOutput = score_embeddings(embeddings[:-1], embeddings[-1], **overrides)
-        else:
-            decision = model.verify(
-                audio_input(enrollment[0], sample_rate), audio_input(test, sample_rate), **overrides
-            )
+        decision: VerificationOutput = model.score_embeddings(embeddings[:-1], embeddings[-1], **overrides)
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
     for output in embeddings:
