@@ -664,28 +664,35 @@ class PreTrainedAudioModel(PreTrainedSpeechModel[ConfigT, OptionsT]):
             SampleRateError: for an array without ``sample_rate``.
         """
         waveforms, is_batch = load_audio_batch(audio, sample_rate=sample_rate)
+        return self._to_supported_rate(waveforms), is_batch
+
+    def _to_supported_rate(self, waveforms: list[Waveform]) -> list[Waveform]:
+        """Resample each waveform at an unsupported rate to the first supported rate."""
         rates = self.supported_sample_rates
-        if rates:
-            waveforms = [w if w.sample_rate in rates else w.with_sample_rate(rates[0]) for w in waveforms]
-        return waveforms, is_batch
+        if not rates:
+            return waveforms
+        return [w if w.sample_rate in rates else w.with_sample_rate(rates[0]) for w in waveforms]
 
 
 class PreTrainedVADModel(PreTrainedAudioModel[ConfigT, OptionsT]):
     """Base of voice-activity-detection wrappers; implement ``_detect``.
 
-    VAD inputs are decoded and downmixed here but resampled by the wrapper's ``_detect``, so
-    each output can record the rate of its input. A config with ``resample = False`` makes
-    inputs at a rate outside :attr:`supported_sample_rates` an error instead.
+    Inputs at a rate outside :attr:`supported_sample_rates` are resampled to the first supported
+    rate, or, with ``resamples_in_detect = True``, left for the wrapper's ``_detect`` to resample
+    (so each output can record the rate of its input). A config with ``resample = False`` makes
+    such inputs an error instead.
     """
 
     task: ClassVar[SpeechTask] = SpeechTask.VOICE_ACTIVITY_DETECTION
     output_type: ClassVar[type] = VADOutput
     _task_method: ClassVar[str] = "detect"
+    resamples_in_detect: ClassVar[bool] = False
+    """Whether ``_detect`` resamples itself (``prepare_audio`` then only decodes and downmixes)."""
 
     def prepare_audio(
         self, audio: AudioLike | Sequence[AudioLike], *, sample_rate: int | None = None
     ) -> tuple[list[Waveform], bool]:
-        """Decode and downmix (no resampling: ``_detect`` does it).
+        """Decode, downmix, and resample unless ``resamples_in_detect``.
 
         Raises:
             SampleRateError: for audio at an unsupported rate when ``config.resample`` is false.
@@ -695,7 +702,7 @@ class PreTrainedVADModel(PreTrainedAudioModel[ConfigT, OptionsT]):
         if not getattr(self.config, "resample", True):
             for waveform in waveforms:
                 self.check_input_rate(waveform.sample_rate, waveform.source)
-        return waveforms, is_batch
+        return (waveforms if self.resamples_in_detect else self._to_supported_rate(waveforms)), is_batch
 
     def check_input_rate(self, sample_rate: int, source: str) -> None:
         """Refuse a rate outside :attr:`supported_sample_rates` (used when resampling is off).

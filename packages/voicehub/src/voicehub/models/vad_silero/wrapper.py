@@ -69,6 +69,7 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions]):
 
     config_class = VADSileroConfig
     options_class = VADOptions
+    resamples_in_detect = True  # outputs record the input's own rate
 
     @property
     def supported_sample_rates(self) -> tuple[int, ...]:

@@ -98,6 +98,7 @@ class WebRTCVADModel(PreTrainedVADModel[VADWebRTCConfig, VADOptions]):
 
     config_class = VADWebRTCConfig
     options_class = VADOptions
+    resamples_in_detect = True  # outputs record the input's own rate
     has_weights = False  # save_pretrained writes the config (aggressiveness, frame length) and options only
 
     @property
