@@ -9,6 +9,7 @@ the install command.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -66,4 +67,27 @@ def resolve_reference(reference: str) -> Any:
     return obj
 
 
-__all__ = ["import_optional", "parse_reference", "resolve_reference"]
+def lazy_attributes(package: str, table: Mapping[str, str]) -> Callable[[str], Any]:
+    """Build a module ``__getattr__`` (PEP 562) that imports submodules on first attribute access.
+
+    Usage in a package ``__init__``: ``__getattr__ = lazy_attributes(__name__, {"Model": "model"})``;
+    ``pkg.Model`` then imports ``pkg.model`` and returns its ``Model``.
+
+    Args:
+        package: the package's ``__name__``.
+        table: attribute name -> submodule name (relative to ``package``).
+
+    Returns:
+        The ``__getattr__`` function; it raises ``AttributeError`` for names not in ``table``.
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = table.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{package}.{module}"), name)
+
+    return __getattr__
+
+
+__all__ = ["import_optional", "lazy_attributes", "parse_reference", "resolve_reference"]

@@ -6,10 +6,10 @@ the config, graph, preprocessing and checkpoint adapter on first attribute acces
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from voicehub.architectures.ge2e.registration import ARCHITECTURE
+from voicehub.core.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from voicehub.architectures.ge2e.checkpoint import load_resemblyzer_checkpoint, locate_resemblyzer_weights
@@ -26,12 +26,7 @@ _LAZY = {
     "preprocess": "processor",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

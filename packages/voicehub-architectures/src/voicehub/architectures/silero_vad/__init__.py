@@ -6,8 +6,7 @@ imported at once, the graph and the adapters on first attribute access.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from voicehub.architectures.silero_vad.config import (
     SUPPORTED_SAMPLE_RATES,
@@ -16,6 +15,7 @@ from voicehub.architectures.silero_vad.config import (
     context_num_samples,
 )
 from voicehub.architectures.silero_vad.registration import ARCHITECTURE
+from voicehub.core.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from voicehub.architectures.silero_vad.checkpoint import (
@@ -44,12 +44,7 @@ _LAZY = {
     "SileroVADState": "model",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

@@ -6,10 +6,10 @@ the config and the graph on first attribute access.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from voicehub.architectures.xvector.registration import ARCHITECTURE
+from voicehub.core.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from voicehub.architectures.xvector.config import XVectorConfig
@@ -17,12 +17,7 @@ if TYPE_CHECKING:
 
 _LAZY = {"XVectorConfig": "config", "XVector": "model"}
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = ["ARCHITECTURE", "XVector", "XVectorConfig"]
