@@ -267,24 +267,32 @@ def test_truncated_hdf5_file_raises_an_error_naming_the_file(tmp_path: Path) -> 
 
 def test_flipped_bytes_anywhere_raise_hyperion_file_error_never_a_bare_h5py_error(tmp_path: Path) -> None:
     """Damaged object headers made h5py raise a bare RuntimeError ("Unable to synchronously check link
-    existence") from the ``/config`` lookup; every damaged copy must load or raise a VoiceHub error."""
-    good = _fitted_models()["SPLDA"].save(tmp_path / "plda.h5").read_bytes()
-    refused = 0
-    for offset in range(0, len(good), 5):
+    existence") from the ``/config`` lookup; every damaged copy must load or raise a VoiceHub error,
+    and thanks to the Fletcher-32 checksums on parameters almost none may load with changed values."""
+    original = _fitted_models()["SPLDA"]
+    good = original.save(tmp_path / "plda.h5").read_bytes()
+    refused = changed = 0
+    offsets = range(0, len(good), 5)
+    for offset in offsets:
         damaged = bytearray(good)
         damaged[offset] ^= 0x5A
         path = tmp_path / "damaged.h5"
         path.write_bytes(bytes(damaged))
         try:
-            HyperNPModel.auto_load(path)
+            loaded = HyperNPModel.auto_load(path)
         except HyperionFileError as err:
             assert str(path) in str(err) and err.path == str(path)
             refused += 1
+            continue
         except VoiceHubError:
-            pass  # e.g. an edited config key: UnknownConfigKeyError, which names the file too
-    # measured 163 of 1072 damaged copies refused as corrupt (h5py 3.16); the rest load or raise another
-    # VoiceHub error. A drop well below that means damage slips through as bad values.
-    assert refused >= 120
+            continue  # e.g. an edited config key: UnknownConfigKeyError, which names the file too
+        params = ("mu", "V", "W")
+        if not all(np.array_equal(getattr(loaded, k), getattr(original, k)) for k in params):
+            changed += 1
+    # measured over every offset (h5py 3.16): 57 of 12688 flips load with changed parameters, 0.45 %
+    # (9.1 % before the checksums); the damage that still slips through sits in HDF5 metadata.
+    assert changed <= 0.02 * len(offsets)
+    assert refused >= 0.08 * len(offsets)  # measured 1505 of 12688 (11.9 %) refused as corrupt
 
 
 def test_h5py_runtime_error_while_reading_config_names_the_file(tmp_path: Path) -> None:

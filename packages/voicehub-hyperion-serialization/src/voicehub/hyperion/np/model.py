@@ -528,7 +528,10 @@ class HyperNPModel:
                 dtype = self.save_dtype if arr.dtype.kind == "f" else None
             if dtype is not None:
                 arr = arr.astype(dtype, copy=False)
-            f.create_dataset(prefix + key, data=arr)
+            # Fletcher-32 checksums (an HDF5 filter every reader, upstream included, decodes) turn
+            # a damaged parameter into a read error instead of silently different values.
+            checksum = arr.ndim > 0 and arr.size > 0 and arr.dtype.kind in "biuf"
+            f.create_dataset(prefix + key, data=arr, fletcher32=checksum)
 
     @staticmethod
     def _load_params_to_dict(
