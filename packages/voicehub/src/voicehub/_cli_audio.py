@@ -8,6 +8,9 @@ from typing import Any
 
 import click
 
+from voicehub.core.errors import VoiceHubError
+from voicehub.core.tasks import SpeechTask
+
 RAW_SUFFIXES = (".raw", ".pcm")
 """Headerless PCM files: read as 16-bit little-endian mono at ``--sample-rate``."""
 
@@ -15,6 +18,16 @@ SAMPLE_RATE_HELP = (
     "Sample rate in Hz of headerless raw PCM files (.raw, .pcm), which are read as 16-bit little-endian mono; "
     "files with a header (wav, flac, ogg, mp3) carry their own rate and ignore it."
 )
+
+
+def default_model_help(task: SpeechTask) -> str:
+    """The task's default model type for help texts, read from the catalog (declarations only, no torch)."""
+    from voicehub.auto import get_default_model_spec
+
+    try:
+        return get_default_model_spec(task).model_type
+    except VoiceHubError:  # no default registered (or a catalog problem, reported when a command runs)
+        return "the task's default model"
 
 
 def is_raw(path: Path) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from voicehub._cli_audio import SAMPLE_RATE_HELP, audio_input, check_raw_inputs, cli_model_type
+from voicehub._cli_audio import SAMPLE_RATE_HELP, audio_input, check_raw_inputs, cli_model_type, default_model_help
 from voicehub.core import strict_json
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.files import atomic_write as write_file_atomic
@@ -15,18 +15,7 @@ from voicehub.core.files import check_output_file
 from voicehub.core.outputs import SpeakerOutput, VerificationOutput
 from voicehub.core.tasks import SpeechTask
 
-
-def _default_model_help() -> str:
-    """The task's default model as help text, read from the catalog (declarations only: no torch, no model code)."""
-    from voicehub.auto import get_default_model_spec
-
-    try:
-        return get_default_model_spec(SpeechTask.SPEAKER_VERIFICATION).model_type
-    except VoiceHubError:  # no default registered (or a catalog problem, reported when a command runs)
-        return "the task's default model"
-
-
-_DEFAULT_MODEL = _default_model_help()
+_DEFAULT_MODEL = default_model_help(SpeechTask.SPEAKER_VERIFICATION)
 _MODEL_HELP = (
     f"A registered speaker-verification model type or alias (default: {_DEFAULT_MODEL}); see "
     "`voicehub models --task sv`."

@@ -10,12 +10,14 @@ from typing import Any
 
 import click
 
-from voicehub._cli_audio import SAMPLE_RATE_HELP, audio_input, check_raw_inputs, cli_model_type
+from voicehub._cli_audio import SAMPLE_RATE_HELP, audio_input, check_raw_inputs, cli_model_type, default_model_help
 from voicehub.core import strict_json
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.files import atomic_write as write_file_atomic
 from voicehub.core.files import check_output_file
 from voicehub.core.outputs import VADOutput
+from voicehub.core.tasks import SpeechTask
+from voicehub.voice_activity import VADOptions
 
 
 def _format_text(output: VADOutput) -> str:
@@ -59,6 +61,10 @@ def rttm_file_ids(files: Sequence[Path]) -> list[str]:
     return ["_".join(name.split()) for name in ids]
 
 
+_DEFAULT_MODEL = default_model_help(SpeechTask.VOICE_ACTIVITY_DETECTION)
+_OPTIONS = VADOptions()  # the segmentation defaults of the built-in VAD models
+
+
 @click.command("vad")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -66,17 +72,40 @@ def rttm_file_ids(files: Sequence[Path]) -> list[str]:
     "model_type",
     default=None,
     metavar="MODEL_TYPE",
-    help="A registered VAD model type or alias (default: vad_silero); see `voicehub models --task vad`.",
+    help=f"A registered VAD model type or alias (default: {_DEFAULT_MODEL}); see `voicehub models --task vad`.",
 )
 @click.option(
     "--source",
     default=None,
-    help="Checkpoint source (file, directory, hf:owner/name); a weight file is read as --model (default vad_silero).",
+    help=(
+        "Checkpoint source (file, directory, hf:owner/name); a weight file is read as --model "
+        f"(default {_DEFAULT_MODEL})."
+    ),
 )
-@click.option("--threshold", type=float, default=None, help="Speech probability threshold in [0, 1] (default 0.5).")
-@click.option("--min-speech-ms", type=float, default=None, help="Drop segments not longer than this (default 250).")
-@click.option("--min-silence-ms", type=float, default=None, help="Silence that ends a segment, in ms (default 100).")
-@click.option("--speech-pad-ms", type=float, default=None, help="Padding on each side, in ms (default 30).")
+@click.option(
+    "--threshold",
+    type=float,
+    default=None,
+    help=f"Speech probability threshold in [0, 1] (default {_OPTIONS.threshold:g}).",
+)
+@click.option(
+    "--min-speech-ms",
+    type=float,
+    default=None,
+    help=f"Drop segments not longer than this, in ms (default {_OPTIONS.min_speech_duration_ms:g}).",
+)
+@click.option(
+    "--min-silence-ms",
+    type=float,
+    default=None,
+    help=f"Silence that ends a segment, in ms (default {_OPTIONS.min_silence_duration_ms:g}).",
+)
+@click.option(
+    "--speech-pad-ms",
+    type=float,
+    default=None,
+    help=f"Padding on each side, in ms (default {_OPTIONS.speech_pad_ms:g}).",
+)
 @click.option("--max-speech-s", type=float, default=None, help="Cut longer segments, in seconds (default: none).")
 @click.option("--json", "as_json", is_flag=True, help="Print strict JSON (a list, one object per file).")
 @click.option(
