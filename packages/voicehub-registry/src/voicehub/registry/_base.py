@@ -10,7 +10,7 @@ next read retries it and raises the same clear error.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Generic, Protocol, TypeVar
 
@@ -42,6 +42,25 @@ def normalize_name(name: str, *, what: str = "name") -> str:
     if not key or any(ch.isspace() for ch in key):
         raise SpecError(f"{what} must be a non-empty name without spaces, got {name!r}", field=what)
     return key
+
+
+def normalize_names(values: object, *, owner: str, field: str) -> tuple[str, ...]:
+    """Normalize a tuple of names (aliases, tags) with :func:`normalize_name`, dropping repeats.
+
+    Args:
+        values: an iterable of strings (a bare string is refused, not split into characters).
+        owner: the record named in messages (``"ModelSpec"``).
+        field: the field named in messages (``"aliases"``).
+
+    Returns:
+        The keys in first-seen order.
+
+    Raises:
+        SpecError: if ``values`` is a string or not iterable, or an item is not a valid name.
+    """
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise SpecError(f"{owner}.{field} must be a tuple of strings, got {values!r}", field=field)
+    return tuple(dict.fromkeys(normalize_name(value, what=field) for value in values))
 
 
 class _NamedRegistry(Generic[SpecT]):

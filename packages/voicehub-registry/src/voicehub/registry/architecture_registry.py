@@ -18,7 +18,7 @@ from voicehub.core.device import normalize_device, normalize_dtype
 from voicehub.core.errors import DeviceError, UnknownModelError, VoiceHubError
 from voicehub.core.lazy import parse_reference, resolve_reference
 from voicehub.core.tasks import SpeechTask
-from voicehub.registry._base import _NamedRegistry, normalize_name
+from voicehub.registry._base import _NamedRegistry, normalize_name, normalize_names
 from voicehub.registry.errors import PluginError, SpecError, UnsupportedByArchitectureError
 
 ROLES = ("model_builder", "config", "processor", "decoder", "objective", "checkpoint_adapter")
@@ -36,14 +36,7 @@ def _ref(value: object, field: str, architecture_id: str) -> str:
 
 
 def _tags(values: object, field: str) -> tuple[str, ...]:
-    if isinstance(values, str) or not isinstance(values, Iterable):
-        raise SpecError(f"ArchitectureSpec.{field} must be a tuple of strings, got {values!r}", field=field)
-    out: list[str] = []
-    for value in values:
-        key = normalize_name(value, what=field)
-        if key not in out:
-            out.append(key)
-    return tuple(out)
+    return normalize_names(values, owner="ArchitectureSpec", field=field)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,14 +107,26 @@ class ArchitectureSpec:
             raise SpecError(f"architecture {key!r}: tasks must be a tuple", field="tasks")
         try:
             set_(self, "tasks", tuple(dict.fromkeys(SpeechTask.parse(t) for t in self.tasks)))
-            set_(self, "devices", tuple(dict.fromkeys(normalize_device(d) for d in _tags(self.devices, "devices"))))
-            set_(self, "dtypes", tuple(dict.fromkeys(normalize_dtype(d) for d in _tags(self.dtypes, "dtypes"))))
+            set_(
+                self,
+                "devices",
+                tuple(dict.fromkeys(normalize_device(d) for d in _tags(self.devices, "devices"))),
+            )
+            set_(
+                self,
+                "dtypes",
+                tuple(dict.fromkeys(normalize_dtype(d) for d in _tags(self.dtypes, "dtypes"))),
+            )
         except (UnknownModelError, DeviceError) as err:
             raise SpecError(f"architecture {key!r}: {err}", field="tasks/devices/dtypes") from err
         if "auto" in self.devices or "auto" in self.dtypes:
             raise SpecError(f"architecture {key!r}: list concrete devices and dtypes, not 'auto'", field="devices")
         set_(self, "features", _tags(self.features, "features"))
-        set_(self, "optimization_passes", _tags(self.optimization_passes, "optimization_passes"))
+        set_(
+            self,
+            "optimization_passes",
+            _tags(self.optimization_passes, "optimization_passes"),
+        )
         set_(self, "aliases", _tags(self.aliases, "aliases"))
         rates = tuple(self.sample_rates)
         if any(isinstance(r, bool) or not isinstance(r, int) or r <= 0 for r in rates):

@@ -16,7 +16,7 @@ from typing import Any
 from voicehub.core.errors import UnknownModelError
 from voicehub.core.lazy import parse_reference, resolve_reference
 from voicehub.core.tasks import SpeechTask
-from voicehub.registry._base import _NamedRegistry, normalize_name
+from voicehub.registry._base import _NamedRegistry, normalize_name, normalize_names
 from voicehub.registry.checkpoints import CheckpointSource, parse_source
 from voicehub.registry.errors import DuplicateRegistrationError, PluginError, SpecError
 
@@ -50,17 +50,6 @@ def class_reference(cls: type) -> str:
             field="class",
         )
     return f"{cls.__module__}:{cls.__qualname__}"
-
-
-def _names(values: object, field: str) -> tuple[str, ...]:
-    if isinstance(values, str) or not isinstance(values, Iterable):
-        raise SpecError(f"ModelSpec.{field} must be a tuple of strings, got {values!r}", field=field)
-    out: list[str] = []
-    for value in values:
-        key = normalize_name(value, what=field)
-        if key not in out:
-            out.append(key)
-    return tuple(out)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,8 +102,8 @@ class ModelSpec:
         set_(self, "wrapper", _reference(self.wrapper, "wrapper"))
         if self.default_source is not None:
             set_(self, "default_source", parse_source(self.default_source))
-        set_(self, "aliases", _names(self.aliases, "aliases"))
-        capabilities = _names(self.capabilities, "capabilities")
+        set_(self, "aliases", normalize_names(self.aliases, owner="ModelSpec", field="aliases"))
+        capabilities = normalize_names(self.capabilities, owner="ModelSpec", field="capabilities")
         task_tag = self.task.value
         set_(self, "capabilities", (task_tag, *(c for c in capabilities if c != task_tag)))
         if self.architecture is not None:
