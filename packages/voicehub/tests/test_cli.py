@@ -37,6 +37,8 @@ def test_models_json_lists_registered_specs_with_weight_availability(mean_square
     assert rows["test_energy_vad"]["aliases"] == ["energy-test"]
     assert rows["test_energy_vad"]["task"] == "voice-activity-detection"
     assert rows["test_missing_weights"]["weights"] == "download"
+    assert rows["test_missing_weights"]["weights_install"] == "pip install voicehub-no-such-dist"
+    assert rows["test_energy_vad"]["weights_install"] is None
     assert rows["test_no_weights"]["weights"] == "none"
 
     only_tts = json.loads(CliRunner().invoke(main, ["models", "--json", "--task", "tts"]).output)
@@ -51,3 +53,27 @@ def test_models_table_has_one_line_per_model(mean_square_kernel: Path) -> None:
     assert lines[0].split() == ["MODEL_TYPE", "TASK", "DEFAULT", "WEIGHTS", "ALIASES"]
     energy = [line for line in lines if line.startswith("test_energy_vad")]
     assert len(energy) == 1 and energy[0].split()[1:3] == ["vad", "offline"]
+
+
+def test_models_table_names_the_command_that_installs_missing_default_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    # sv_ge2e's weights wheel is built from this repository (not on PyPI): the listing names that build.
+    import importlib.metadata
+
+    real = importlib.metadata.distribution
+
+    def without_weights(name: str) -> importlib.metadata.Distribution:
+        if name == "voicehub-ge2e-weights":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", without_weights)
+    result = CliRunner().invoke(main, ["models", "--task", "sv"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    (ge2e,) = [line for line in lines if line.startswith("sv_ge2e ")]
+    assert ge2e.split()[1:4] == ["sv", "yes", "download"]
+    assert lines[-1] == (
+        "sv_ge2e: default weights not installed; install them with: uv build --package voicehub-ge2e-weights "
+        "--out-dir dist && pip install dist/voicehub_ge2e_weights-*.whl (in a VoiceHub checkout; it is a "
+        "dependency of the voicehub wheel and `uv sync` installs it)"
+    )

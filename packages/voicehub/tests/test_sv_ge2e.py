@@ -136,18 +136,27 @@ def test_bad_input_raises_clear_errors(verifier: GE2ESpeakerVerifier) -> None:
         verifier.verify(LIBRIVOX[0], LIBRIVOX[1], scoring="backend")
 
 
-def test_missing_resemblyzer_names_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_weights_wheel_names_a_command_that_installs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The default weights ship in the voicehub-ge2e-weights wheel built from this repository (not on PyPI):
+    # the message names the build-and-install command, never `pip install resemblyzer` (it breaks webrtcvad).
     real = importlib.metadata.distribution
 
     def fake(name: str) -> importlib.metadata.Distribution:
-        if name == "resemblyzer":
+        if name == "voicehub-ge2e-weights":
             raise importlib.metadata.PackageNotFoundError(name)
         return real(name)
 
     monkeypatch.setattr(importlib.metadata, "distribution", fake)
     model = GE2ESpeakerVerifier.from_pretrained(device="cpu")
-    with pytest.raises(CheckpointNotFoundError, match=r"pip install resemblyzer==0\.1\.4.*local path or hub id"):
+    with pytest.raises(CheckpointNotFoundError) as caught:
         model.load()
+    message = str(caught.value)
+    assert "'voicehub-ge2e-weights' is not installed" in message
+    assert (
+        "uv build --package voicehub-ge2e-weights --out-dir dist && pip install dist/voicehub_ge2e_weights-*.whl"
+        in message
+    )
+    assert "resemblyzer" not in message
 
 
 # ----------------------------------------------------------------------------- PLDA back-end

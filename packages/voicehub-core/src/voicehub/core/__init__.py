@@ -58,8 +58,9 @@ from voicehub.core.outputs import (
     check_outputs,
 )
 from voicehub.core.tasks import RuntimeState, SpeechTask
+from voicehub.core.version import distribution_version
 
-__version__ = "0.1.0"
+__version__ = distribution_version("voicehub-core")
 
 __all__ = [
     "CONFIG_FILE_NAME",

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+from voicehub.core.version import distribution_version
 from voicehub.optimization.capabilities import (
     ArchitectureSupport,
     OptimizationCapabilities,
@@ -70,7 +71,7 @@ BUILTIN_PASSES: dict[str, str] = {
 for _name, _reference in BUILTIN_PASSES.items():
     OPTIMIZATION_PASSES.register(_name, _reference)
 
-__version__ = "0.1.0"
+__version__ = distribution_version("voicehub-optimization")
 
 __all__ = [
     "BUILTIN_PASSES",

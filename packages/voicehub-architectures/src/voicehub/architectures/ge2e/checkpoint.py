@@ -11,6 +11,7 @@ name-and-shape check followed by ``load_state_dict``. The file is read with
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import pickle
@@ -26,38 +27,54 @@ from voicehub.architectures.ge2e.config import GE2EConfig
 from voicehub.architectures.ge2e.model import GE2ESpeakerEncoder
 from voicehub.core import CheckpointError
 
-RESEMBLYZER_DISTRIBUTION = "resemblyzer"
 RESEMBLYZER_VERSION = "0.1.4"
-RESEMBLYZER_WEIGHTS = "resemblyzer/pretrained.pt"
-"""Path of the weights inside the installed distribution."""
-RESEMBLYZER_SOURCE = f"dist:{RESEMBLYZER_DISTRIBUTION}/{RESEMBLYZER_WEIGHTS}"
-"""The weights as a ``voicehub.registry`` checkpoint source string."""
+"""The ``resemblyzer`` release the weights come from (its ``resemblyzer/pretrained.pt``)."""
 RESEMBLYZER_SHA256 = "39373b86598fa3da9fcddee6142382efe09777e8d37dc9c0561f41f0070f134e"
 """SHA-256 of ``pretrained.pt`` in the ``resemblyzer==0.1.4`` wheel."""
+WEIGHTS_DISTRIBUTION = "voicehub-ge2e-weights"
+"""The distribution that ships that file byte-identical (the VoiceHub repository's ``weights/`` member).
+
+``resemblyzer`` itself is not used: installing it builds the ``webrtcvad`` sdist, which breaks
+``import webrtcvad``.
+"""
+WEIGHTS_PATH = "voicehub_ge2e_weights/pretrained.pt"
+"""Path of the weights inside the installed :data:`WEIGHTS_DISTRIBUTION`."""
+WEIGHTS_INSTALL_HINT = (
+    f"uv build --package {WEIGHTS_DISTRIBUTION} --out-dir dist && pip install dist/voicehub_ge2e_weights-*.whl "
+    f"(in a VoiceHub checkout; it is a dependency of the voicehub wheel and `uv sync` installs it)"
+)
+"""A command that installs :data:`WEIGHTS_DISTRIBUTION` (it is built from the repository, not on PyPI)."""
 
 
 def locate_resemblyzer_weights() -> Path:
-    """Find ``pretrained.pt`` in the installed ``resemblyzer`` distribution without importing it.
+    """Find resemblyzer 0.1.4's ``pretrained.pt`` in the installed ``voicehub-ge2e-weights`` distribution.
+
+    The package is not imported; the file's SHA-256 must be :data:`RESEMBLYZER_SHA256`.
 
     Returns:
         The path of the file.
 
     Raises:
-        CheckpointError: when the distribution or the file is missing, with the install command.
+        CheckpointError: when the distribution or the file is missing, with the install command,
+            or when the file is not the released one.
     """
-    hint = (
-        f"install it with `pip install {RESEMBLYZER_DISTRIBUTION}=={RESEMBLYZER_VERSION}` "
-        f"(Apache-2.0), or pass a local path or hub id of a GE2E checkpoint"
-    )
+    hint = f"install it with: {WEIGHTS_INSTALL_HINT}; or pass the path of a GE2E checkpoint"
     try:
-        dist = importlib.metadata.distribution(RESEMBLYZER_DISTRIBUTION)
+        dist = importlib.metadata.distribution(WEIGHTS_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError as err:
         raise CheckpointError(
-            f"the GE2E weights come from the {RESEMBLYZER_DISTRIBUTION!r} distribution, which is not installed; {hint}"
+            f"the GE2E weights come from the {WEIGHTS_DISTRIBUTION!r} distribution, which is not installed; {hint}"
         ) from err
-    path = Path(str(dist.locate_file(RESEMBLYZER_WEIGHTS)))
+    path = Path(str(dist.locate_file(WEIGHTS_PATH)))
     if not path.is_file():
-        raise CheckpointError(f"{path}: not found in the installed {RESEMBLYZER_DISTRIBUTION} {dist.version}; {hint}")
+        raise CheckpointError(f"{path}: not found in the installed {WEIGHTS_DISTRIBUTION} {dist.version}; {hint}")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != RESEMBLYZER_SHA256:
+        raise CheckpointError(
+            f"{path}: sha256 {digest}, expected {RESEMBLYZER_SHA256} (resemblyzer {RESEMBLYZER_VERSION}'s "
+            f"pretrained.pt); the installed {WEIGHTS_DISTRIBUTION} is damaged; reinstall it: {WEIGHTS_INSTALL_HINT}",
+            path=path,
+        )
     return path
 
 
@@ -129,7 +146,7 @@ def load_resemblyzer_checkpoint(
     """Build a :class:`GE2ESpeakerEncoder` from a resemblyzer-format checkpoint.
 
     Args:
-        path: the ``.pt`` file; ``None`` uses the installed ``resemblyzer`` wheel's ``pretrained.pt``.
+        path: the ``.pt`` file; ``None`` uses ``pretrained.pt`` of the installed ``voicehub-ge2e-weights``.
         config: the encoder config (defaults match the pretrained model).
         map_location: device of the returned model.
 
@@ -150,11 +167,11 @@ def load_resemblyzer_checkpoint(
 
 
 __all__ = [
-    "RESEMBLYZER_DISTRIBUTION",
     "RESEMBLYZER_SHA256",
-    "RESEMBLYZER_SOURCE",
     "RESEMBLYZER_VERSION",
-    "RESEMBLYZER_WEIGHTS",
+    "WEIGHTS_DISTRIBUTION",
+    "WEIGHTS_INSTALL_HINT",
+    "WEIGHTS_PATH",
     "check_state_dict",
     "load_resemblyzer_checkpoint",
     "locate_resemblyzer_weights",

@@ -66,7 +66,7 @@ def voiced_mask(samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDA
         empty when the input is shorter than one window.
     """
     webrtcvad = import_optional(
-        "webrtcvad", purpose="GE2E silence trimming", install_hint="pip install webrtcvad-wheels==2.0.14.post1"
+        "webrtcvad", purpose="GE2E silence trimming", install_hint="pip install webrtcvad-wheels"
     )
     rate = config.sample_rate
     window = config.vad_window_ms * rate // 1000

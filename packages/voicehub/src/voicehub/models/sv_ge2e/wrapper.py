@@ -1,6 +1,6 @@
 """The ``sv_ge2e`` wrapper: the GE2E speaker encoder behind :class:`~voicehub.modeling.PreTrainedSVModel`.
 
-Weights: by default ``resemblyzer/pretrained.pt`` from the installed ``resemblyzer==0.1.4``
+Weights: by default resemblyzer 0.1.4's ``pretrained.pt`` from the installed ``voicehub-ge2e-weights``
 wheel; otherwise a resemblyzer-format ``.pt`` file, a Hyperion ``HyperTorchModel`` checkpoint
 of :class:`~voicehub.architectures.ge2e.GE2ESpeakerEncoder` (``.pth`` file or ``config.json`` +
 ``model.safetensors`` directory), or a directory written by :meth:`GE2ESpeakerVerifier.save_pretrained`
@@ -21,7 +21,7 @@ import torch
 
 from voicehub.architectures.errors import CheckpointMismatchError
 from voicehub.architectures.ge2e import GE2ESpeakerEncoder, load_resemblyzer_checkpoint, preprocess
-from voicehub.architectures.ge2e.checkpoint import RESEMBLYZER_DISTRIBUTION, RESEMBLYZER_VERSION
+from voicehub.architectures.ge2e.checkpoint import WEIGHTS_DISTRIBUTION, WEIGHTS_INSTALL_HINT
 from voicehub.core.audio import AudioLike, Waveform
 from voicehub.core.errors import AudioError, CheckpointError, InferenceOptionError
 from voicehub.core.outputs import SpeakerOutput, VerificationOutput
@@ -32,8 +32,6 @@ from voicehub.hyperion.torch.checkpoint import sniff_file_type
 from voicehub.modeling import PreTrainedSVModel
 from voicehub.models.sv_ge2e.backend import DEFAULT_CALIBRATION_FOLDS, DEFAULT_SHRINKAGE, PLDABackend
 from voicehub.models.sv_ge2e.config import MIN_SPEECH_S, SVGE2EConfig, SVGE2EOptions
-from voicehub.registry.checkpoints import DistributionSource
-from voicehub.registry.errors import CheckpointNotFoundError
 
 ENCODER_DIR = "encoder"
 """Sub-directory of a saved wrapper holding the encoder in the Hyperion directory format."""
@@ -149,24 +147,10 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions]):
                 self._loaded_backend = None
             return runtime
 
-    def _build_runtime(self, *, training: bool) -> Any:
-        try:
-            return super()._build_runtime(training=training)
-        except CheckpointNotFoundError as err:
-            source = self.source
-            if isinstance(source, DistributionSource) and source.distribution == RESEMBLYZER_DISTRIBUTION:
-                raise CheckpointNotFoundError(
-                    f"sv_ge2e: the default GE2E weights come from the {RESEMBLYZER_DISTRIBUTION!r} wheel, which is "
-                    f"not installed; install it with `pip install {RESEMBLYZER_DISTRIBUTION}=={RESEMBLYZER_VERSION}` "
-                    f"(Apache-2.0), or pass source=<local path or hub id> of a GE2E checkpoint",
-                    source=source.to_string(),
-                ) from err
-            raise
-
     def _load_runtime(self, checkpoint: Path | None, *, device: str, dtype: Any, training: bool) -> GE2ESpeakerEncoder:
         if checkpoint is None:
             raise CheckpointError(
-                f"sv_ge2e needs weights: install `{RESEMBLYZER_DISTRIBUTION}=={RESEMBLYZER_VERSION}` for the default, "
+                f"sv_ge2e needs weights: install {WEIGHTS_DISTRIBUTION} for the default ({WEIGHTS_INSTALL_HINT}), "
                 f"or pass a source (resemblyzer .pt, Hyperion .pth or directory, or a saved sv_ge2e directory)"
             )
         model = self._read_encoder(checkpoint)

@@ -9,9 +9,14 @@ from voicehub.registry.model_registry import ModelSpec
 DEFAULT_SOURCE = DistributionSource(
     distribution="silero-vad",
     path="silero_vad/data/silero_vad.jit",
-    sha256="e1122837f4154c511485fe0b9c64455f7b929c96fbb8d79fbdb336383ebd3720",
+    install_hint='pip install "silero-vad>=5.1.2,<7"',
 )
-"""Silero VAD v6 (TorchScript, 16 and 8 kHz) inside the ``silero-vad==6.2.3`` wheel (MIT)."""
+"""Silero VAD (TorchScript, 16 and 8 kHz) inside the installed ``silero-vad`` wheel (MIT; 6.2.3 = model v6).
+
+No digest here: ``voicehub`` accepts ``silero-vad>=5.1.2,<7`` so that it installs next to other tools.
+The adapter checks the content instead (:func:`voicehub.architectures.silero_vad.checkpoint.load_silero_vad`):
+a released file is recognised by its SHA-256, any other must fit the graph tensor by tensor.
+"""
 
 MODEL_SPEC = ModelSpec(
     model_type="vad_silero",
