@@ -100,4 +100,5 @@ def test_optimization_wheel_installs_and_imports_alone_without_a_hub_client(buil
     assert result.returncode == 0, result.stderr
     location, version = result.stdout.split()
     assert location.startswith(str(venv))
-    assert version == tomllib.loads((ROOT / "packages/voicehub-optimization/pyproject.toml").read_text())["project"]["version"]
+    pyproject = tomllib.loads((ROOT / "packages/voicehub-optimization/pyproject.toml").read_text())
+    assert version == pyproject["project"]["version"]
