@@ -294,7 +294,7 @@ def test_the_layers_named_in_issue_9_declare_only_their_real_siblings() -> None:
 
 
 def test_scanner_classifies_required_optional_type_only_and_data_uses() -> None:
-    source = '''
+    source = """
 from typing import TYPE_CHECKING
 import numpy
 from voicehub.core.lazy import import_optional
@@ -318,7 +318,7 @@ def locate():
     except importlib.metadata.PackageNotFoundError:
         return None
 BUILDER = "voicehub.architectures.ge2e.model:GE2ESpeakerEncoder"
-'''
+"""
     uses = {(u.kind, u.name, u.optional) for u in scan_source(source, "example.py")}
     assert uses == {
         ("module", "typing", False),
