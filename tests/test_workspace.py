@@ -6,6 +6,8 @@ import configparser
 import tomllib
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 ROOT = Path(__file__).resolve().parents[1]
 ROOT_PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 MEMBERS = {p.parent.name: tomllib.loads(p.read_text()) for p in sorted(ROOT.glob("packages/*/pyproject.toml"))}
@@ -49,12 +51,13 @@ def test_every_member_is_a_namespace_portion_with_its_own_files() -> None:
 
 
 def test_meta_package_depends_on_every_layer_by_range() -> None:
-    dependencies = MEMBERS["voicehub"]["project"]["dependencies"]
+    dependencies = [Requirement(d) for d in MEMBERS["voicehub"]["project"]["dependencies"]]
     for member in MEMBERS:
         if member == "voicehub":
             continue
-        (requirement,) = [d for d in dependencies if d.split(">")[0].split("=")[0].split("<")[0] == member]
-        assert ">=" in requirement and "<" in requirement, requirement
+        (requirement,) = [d for d in dependencies if d.name == member]
+        operators = {spec.operator for spec in requirement.specifier}
+        assert operators == {">=", "<"}, requirement
 
 
 def test_every_layer_appears_in_the_layers_contract() -> None:
