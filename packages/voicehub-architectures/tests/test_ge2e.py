@@ -163,10 +163,13 @@ def test_dilation_is_aligned_like_scipy_binary_dilation(size: int) -> None:
 # ----------------------------------------------------------------------------- checkpoint adapter
 def test_default_weights_are_the_resemblyzer_wheel_file() -> None:
     import hashlib
+    import importlib.metadata
 
-    path = locate_resemblyzer_weights()
-    assert path.name == "pretrained.pt" and path.parent.name == "resemblyzer"
+    path = locate_resemblyzer_weights()  # from voicehub-ge2e-weights, byte-identical to resemblyzer's
+    assert path.name == "pretrained.pt" and path.parent.name == "voicehub_ge2e_weights"
     assert hashlib.sha256(path.read_bytes()).hexdigest() == RESEMBLYZER_SHA256
+    upstream = importlib.metadata.distribution("resemblyzer").locate_file("resemblyzer/pretrained.pt")
+    assert path.read_bytes() == Path(str(upstream)).read_bytes()
 
 
 def test_wrong_shape_in_upstream_file_names_file_and_tensor(tmp_path: Path) -> None:
