@@ -40,8 +40,6 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 HUB_CLIENTS = {"huggingface-hub", "hf-xet"}
 META_VERSION = tomllib.loads((ROOT / "packages/voicehub/pyproject.toml").read_text())["project"]["version"]
 
-pytestmark = pytest.mark.slow  # about 60-90 s: a venv, torch and about 40 wheels, three CLI runs
-
 
 def _run(args: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 900) -> str:
     result = subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
@@ -89,6 +87,7 @@ def _installed(python: Path, env: dict[str, str], cwd: Path) -> dict[str, str]:
     return {str(canonicalize_name(row["name"])): row["version"] for row in json.loads(listing)}
 
 
+@pytest.mark.slow  # about 60 s: a venv, torch and about 40 wheels, four command-line runs
 def test_pip_installed_wheels_run_the_default_models(built_wheels: Path, tmp_path: Path) -> None:
     env = {
         key: value
@@ -154,3 +153,10 @@ def test_pip_installed_wheels_run_the_default_models(built_wheels: Path, tmp_pat
     assert verify["score"] == pytest.approx(expected.score, abs=1e-5)
     assert verify["score"] == pytest.approx(0.7533, abs=1e-4)  # same reader: above the 0.73 threshold
     assert verify["is_same_speaker"] is True
+
+
+def test_the_default_pytest_run_includes_slow_tests() -> None:
+    # CI runs plain `uv run pytest`: the slow pip test above is part of it unless addopts deselects it.
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert not any(option == "-m" or option.startswith("-m ") for option in options["addopts"])
+    assert any(marker.startswith("slow:") for marker in options["markers"])
