@@ -106,6 +106,20 @@ def test_missing_distribution_and_missing_file_say_how_to_fix() -> None:
         missing_file.resolve()
 
 
+def test_distribution_source_install_hint_replaces_pip_install_in_messages() -> None:
+    # A wheel built from a repository (not on PyPI) must not be offered as `pip install <name>`.
+    hint = "uv build --package voicehub-no-such-dist && pip install dist/voicehub_no_such_dist-*.whl"
+    source = DistributionSource(distribution="voicehub-no-such-dist", path="x.bin", install_hint=hint)
+    assert source.install_command == hint
+    assert DistributionSource(distribution="silero-vad", path=SILERO_JIT).install_command == "pip install silero-vad"
+    with pytest.raises(CheckpointNotFoundError) as info:
+        source.resolve()
+    assert f"install it with: {hint}" in str(info.value) and "pip install voicehub-no-such-dist" not in str(info.value)
+    assert source.to_string() == "dist:voicehub-no-such-dist/x.bin"  # the hint is not part of the source string
+    with pytest.raises(SpecError, match="install_hint must be a non-empty command"):
+        DistributionSource(distribution="silero-vad", path=SILERO_JIT, install_hint=" ")
+
+
 def test_local_source(tmp_path: Path) -> None:
     weights = tmp_path / "w.bin"
     weights.write_bytes(b"\x00\x01\x02")
