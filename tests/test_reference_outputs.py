@@ -98,7 +98,9 @@ def xvector_outputs(directory: Path) -> dict[str, np.ndarray]:
     import torch
 
     torch.manual_seed(0)
-    config = voicehub.AutoConfig.for_model("sv_xvector", channels=64, embedding_dim=32)
+    from voicehub.architectures.xvector import XVectorConfig
+
+    config = voicehub.AutoConfig.for_model("sv_xvector", encoder=XVectorConfig(channels=64, embedding_dim=32))
     model = voicehub.AutoModel.from_pretrained(model_type="sv_xvector", config=config, device="cpu")
     model.load_for_training()
     model.save_pretrained(directory)

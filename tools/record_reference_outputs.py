@@ -24,7 +24,7 @@ def main() -> int:
     spec.loader.exec_module(module)
     arrays: dict[str, np.ndarray] = module.all_outputs()
     reference_file: Path = module.REFERENCE_FILE
-    np.savez_compressed(reference_file, **arrays)
+    np.savez_compressed(reference_file, allow_pickle=False, **arrays)
     for key, value in arrays.items():
         print(f"{key}: {value.dtype} {value.shape}")
     print(f"wrote {reference_file}")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from voicehub.architectures.xvector import XVectorConfig
 from voicehub.core import CheckpointError, SpeakerOutput, load_audio
 from voicehub.models.sv_xvector.config import SVXVectorConfig
 from voicehub.models.sv_xvector.wrapper import XVectorSpeakerVerifier
@@ -25,8 +26,10 @@ def test_inference_without_a_checkpoint_explains_there_are_no_pretrained_weights
 
 def test_train_save_reload_and_embed_round_trip(tmp_path: Path) -> None:
     torch.manual_seed(0)
-    model = XVectorSpeakerVerifier(SVXVectorConfig(channels=32, embedding_dim=16, num_classes=3), device="cpu")
-    runtime = model.load_for_training().runtime
+    model = XVectorSpeakerVerifier(
+        SVXVectorConfig(encoder=XVectorConfig(channels=32, embedding_dim=16, num_classes=3)), device="cpu"
+    )
+    runtime = model.load_for_training().runtime.module
     assert runtime.training and runtime.config.num_classes == 3
     waves = [load_audio(SYNTHETIC / f"{s}_{n}.flac").samples[:12000] for s in SPEAKERS for n in (1, 2)]
     batch = torch.from_numpy(np.stack(waves))
@@ -71,13 +74,13 @@ def test_a_saved_directory_of_another_model_is_refused(tmp_path: Path) -> None:
 
 def test_saving_again_into_the_same_directory_replaces_the_encoder_and_keeps_other_files(tmp_path: Path) -> None:
     torch.manual_seed(0)
-    model = XVectorSpeakerVerifier(SVXVectorConfig(channels=32, embedding_dim=16), device="cpu")
+    model = XVectorSpeakerVerifier(SVXVectorConfig(encoder=XVectorConfig(channels=32, embedding_dim=16)), device="cpu")
     model.load_for_training()
     model.load()
     target = model.save_pretrained(tmp_path / "xv")
     (target / "notes.txt").write_text("mine")
     with torch.no_grad():
-        model.runtime.embedding.bias.add_(1.0)  # a different encoder, saved over the first
+        model.runtime.module.embedding.bias.add_(1.0)  # a different encoder, saved over the first
     model.save_pretrained(target)
     assert sorted(p.name for p in target.iterdir()) == [
         ".voicehub-saved.json",

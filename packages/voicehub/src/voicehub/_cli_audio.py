@@ -88,11 +88,11 @@ def cli_model_type(factory: Any, model_type: str | None, source: str | None) -> 
     """
     if model_type is not None or source is None:
         return model_type
-    from voicehub.auto import _local_config_file
+    from voicehub.auto import local_config_file
     from voicehub.core.errors import VoiceHubError
 
     try:
-        if _local_config_file(source) is not None:
+        if local_config_file(source) is not None:
             return None
         return str(factory.resolve_spec(None).model_type)
     except VoiceHubError:

