@@ -51,3 +51,20 @@ def test_models_table_has_one_line_per_model(mean_square_kernel: Path) -> None:
     assert lines[0].split() == ["MODEL_TYPE", "TASK", "DEFAULT", "WEIGHTS", "ALIASES"]
     energy = [line for line in lines if line.startswith("test_energy_vad")]
     assert len(energy) == 1 and energy[0].split()[1:3] == ["vad", "offline"]
+
+
+def test_python_dash_m_voicehub_runs_the_same_command_group() -> None:
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "voicehub", "models", "--json", "--task", "vad"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    listed = [row["model_type"] for row in json.loads(result.stdout)]
+    assert listed == ["vad_silero", "vad_webrtc"]
