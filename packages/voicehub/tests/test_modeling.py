@@ -270,7 +270,6 @@ def test_architecture_facts_gate_dtype_before_loading(mean_square_kernel: Path) 
     architectures = load_builtin_architectures()
     spec = ArchitectureSpec(
         architecture_id="test-energy",
-        model_builder="torch.nn:Conv1d",
         tasks=("vad",),
         devices=("cpu",),
         dtypes=("float32",),

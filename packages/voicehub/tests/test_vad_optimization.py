@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from voicehub.architectures.silero_vad.registration import ARCHITECTURE
+from voicehub.architectures.silero.registration import ARCHITECTURE
 from voicehub.core import VADOutput, load_audio
 from voicehub.models.vad_silero.wrapper import SileroVADModel
 

@@ -274,7 +274,7 @@ def test_vad_silero_registration_imports_no_torch() -> None:
         "print(voicehub.get_default_model_spec('vad').model_type)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.split("\n")[:2] == ["vad_silero True silero-vad False", "vad_silero"]
+    assert result.stdout.split("\n")[:2] == ["vad_silero True silero False", "vad_silero"]
 
 
 @pytest.mark.parametrize("sample_rate", [48000, 44100, 16000, 8000])

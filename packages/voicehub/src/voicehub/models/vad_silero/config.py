@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from voicehub.architectures.silero_vad.config import SUPPORTED_SAMPLE_RATES
+from voicehub.architectures.silero.config import SUPPORTED_SAMPLE_RATES
 from voicehub.core.errors import ConfigError
 from voicehub.registry.model_config import ModelConfig
 

@@ -15,9 +15,9 @@ import numpy as np
 import torch
 
 from voicehub.architectures.errors import CheckpointMismatchError
-from voicehub.architectures.silero_vad.checkpoint import load_silero_vad
-from voicehub.architectures.silero_vad.config import SUPPORTED_SAMPLE_RATES, SileroVADConfig, chunk_num_samples
-from voicehub.architectures.silero_vad.model import SileroVAD, SileroVADState
+from voicehub.architectures.silero.checkpoint import load_silero_vad
+from voicehub.architectures.silero.config import SUPPORTED_SAMPLE_RATES, SileroConfig, chunk_num_samples
+from voicehub.architectures.silero.model import SileroVAD, SileroVADState
 from voicehub.core.audio import Waveform
 from voicehub.core.device import Device
 from voicehub.core.errors import CheckpointError
@@ -59,7 +59,7 @@ class SileroFrameScorer:
 
 
 class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions, RuntimeBundle[SileroVAD]]):
-    """Silero VAD v5/v6 on the native graph (:mod:`voicehub.architectures.silero_vad`).
+    """Silero VAD v5/v6 on the native graph (:mod:`voicehub.architectures.silero`).
 
     ``detect(audio, threshold=..., min_speech_duration_ms=..., min_silence_duration_ms=...,
     speech_pad_ms=..., max_speech_duration_s=..., return_probabilities=...)`` returns a
@@ -95,7 +95,7 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions, RuntimeBund
         saved = self.load_saved_state_dict(checkpoint)
         if saved is not None:
             rates = tuple(rate for rate in SUPPORTED_SAMPLE_RATES if f"branches.{rate // 1000}k.stft_basis" in saved)
-            model = SileroVAD(SileroVADConfig(sample_rates=rates or (16000,)))
+            model = SileroVAD(SileroConfig(sample_rates=rates or (16000,)))
             try:
                 model.load_state_dict(saved, strict=True)
             except RuntimeError as err:
