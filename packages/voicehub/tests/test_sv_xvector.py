@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from voicehub.architectures.xvector import XVectorConfig
-from voicehub.core import CheckpointError, SpeakerOutput, load_audio
+from voicehub.core import CheckpointError, ConfigError, SpeakerOutput, load_audio
 from voicehub.models.sv_xvector.config import SVXVectorConfig
 from voicehub.models.sv_xvector.wrapper import XVectorSpeakerVerifier
 
@@ -93,3 +93,43 @@ def test_saving_again_into_the_same_directory_replaces_the_encoder_and_keeps_oth
     reloaded = XVectorSpeakerVerifier.from_pretrained(target, device="cpu")
     np.testing.assert_array_equal(reloaded.embed(clip).embedding, model.embed(clip).embedding)
     assert [p.name for p in tmp_path.iterdir()] == ["xv"]  # no staging or retired directory left
+
+
+def test_a_version_1_config_with_copied_encoder_fields_migrates_to_the_nested_graph_config() -> None:
+    old = {
+        "type": "sv_xvector",
+        "model_type": "sv_xvector",
+        "schema_version": 1,
+        "sample_rate": 16000,
+        "channels": 64,
+        "embedding_dim": 32,
+        "num_classes": 5,
+    }
+    config = SVXVectorConfig.from_dict(old)
+    assert config.encoder == XVectorConfig(channels=64, embedding_dim=32, num_classes=5)
+    assert config.sample_rate == 16000 and SVXVectorConfig.from_json(config.to_json()) == config
+    with pytest.raises(ConfigError, match="sample_rate must be 16000"):
+        SVXVectorConfig.from_dict({**old, "sample_rate": 8000})
+
+
+def test_sv_xvector_scores_with_a_plda_backend_like_every_sv_model(tmp_path: Path) -> None:
+    """The PLDA back-end lives with the task: an x-vector model fits, attaches, saves and reloads one."""
+    torch.manual_seed(0)
+    model = XVectorSpeakerVerifier(SVXVectorConfig(encoder=XVectorConfig(channels=64, embedding_dim=32)), device="cpu")
+    model.load_for_training()
+    model.load()
+    clips = sorted(SYNTHETIC.glob("*.flac"))
+    labels = [path.stem.rsplit("_", 1)[0] for path in clips]
+    backend = model.fit_backend([str(p) for p in clips], labels, calibrate=False)
+    a, b = model.embed([SYNTHETIC / "flite_slt_1.flac", SYNTHETIC / "flite_slt_2.flac"])
+    decision = model.score_embeddings(a, b)
+    assert decision.scoring == "plda" and decision.threshold == 0.0
+    assert decision.score == pytest.approx(float(backend.score(a.embedding, b.embedding)[0, 0]), abs=1e-12)
+    assert model.score_embeddings(a, b, scoring="cosine").scoring == "cosine"
+    saved = model.save_pretrained(tmp_path / "xv")
+    assert sorted(p.name for p in (saved / "backend").iterdir()) == ["plda.h5", "transform.h5"]
+    reloaded = XVectorSpeakerVerifier.from_pretrained(saved, device="cpu")
+    assert reloaded.backend is None  # nothing is read before the load
+    again = reloaded.verify(SYNTHETIC / "flite_slt_1.flac", SYNTHETIC / "flite_slt_2.flac")
+    assert reloaded.backend is not None and again.scoring == "plda"
+    assert again.score == pytest.approx(decision.score, abs=1e-9)

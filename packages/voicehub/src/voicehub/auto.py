@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from voicehub.core import strict_json
+from voicehub.core.strict_json import JSONValue
 from voicehub.core.device import DeviceLike, DTypeLike, normalize_device, normalize_dtype
 from voicehub.core.errors import (
     ConfigError,
@@ -87,7 +88,7 @@ def get_default_model_spec(task: SpeechTask | str) -> ModelSpec:
     return _catalog(None).get_default(task)
 
 
-def _read_config_document(source: SourceLike) -> tuple[dict[str, Any], str]:
+def _read_config_document(source: SourceLike) -> tuple[dict[str, JSONValue], str]:
     """Read ``config.json`` from a directory, a JSON file or a hub repository."""
     parsed = parse_source(source)
     if isinstance(parsed, HubSource):
@@ -138,7 +139,7 @@ class AutoConfig:
         raise TypeError("AutoConfig is a factory; use AutoConfig.for_model() or AutoConfig.from_pretrained()")
 
     @classmethod
-    def for_model(cls, model_type: str, /, **fields: Any) -> ModelConfig:
+    def for_model(cls, model_type: str, /, **fields: object) -> ModelConfig:
         """Return the config of ``model_type`` with ``fields`` set (the rest default).
 
         Imports only the config module, never the wrapper or torch.
@@ -173,7 +174,7 @@ class AutoConfig:
         return _config_from_document(document, where, model_type)
 
 
-def _config_from_document(document: Mapping[str, Any], where: str, model_type: str | None) -> ModelConfig:
+def _config_from_document(document: Mapping[str, JSONValue], where: str, model_type: str | None) -> ModelConfig:
     """Build the registered config class from a read ``config.json`` (see :meth:`AutoConfig.from_pretrained`)."""
     document = dict(document)
     declared = document.pop("model_type", None)
@@ -362,7 +363,7 @@ class _BaseAutoModel:
         model_type: str | None,
         config: ModelConfig | None,
         catalog: ModelRegistry,
-        saved: tuple[dict[str, Any], str] | None,
+        saved: tuple[dict[str, JSONValue], str] | None,
     ) -> ModelSpec:
         """:meth:`resolve_spec` with the local ``config.json`` already read (``saved``: document and path)."""
         if config is not None:

@@ -110,7 +110,7 @@ class _ModeSwitchable(Protocol):
 class _HasStateDict(Protocol):
     """A graph whose weights are a state dict (``torch.nn.Module``)."""
 
-    def state_dict(self) -> Mapping[str, Any]: ...
+    def state_dict(self) -> Mapping[str, torch.Tensor]: ...
 
 
 @contextlib.contextmanager
@@ -666,7 +666,7 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         safetensors_torch.save_file(tensors, str(directory / WEIGHTS_FILE_NAME), metadata={"format": "pt"})
 
     @staticmethod
-    def load_saved_state_dict(checkpoint: Path | None) -> dict[str, Any] | None:
+    def load_saved_state_dict(checkpoint: Path | None) -> dict[str, torch.Tensor] | None:
         """Read the state dict of a directory written by :meth:`save_pretrained`.
 
         Returns:
@@ -675,7 +675,7 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         if checkpoint is None or not checkpoint.is_dir() or not (checkpoint / WEIGHTS_FILE_NAME).is_file():
             return None
         safetensors_torch = import_optional("safetensors.torch", purpose="loading saved weights")
-        loaded: dict[str, Any] = safetensors_torch.load_file(str(checkpoint / WEIGHTS_FILE_NAME))
+        loaded: dict[str, torch.Tensor] = safetensors_torch.load_file(str(checkpoint / WEIGHTS_FILE_NAME))
         return loaded
 
     def __repr__(self) -> str:
