@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from voicehub.core import strict_json
-from voicehub.core.strict_json import JSONValue
 from voicehub.core.device import DeviceLike, DTypeLike, normalize_device, normalize_dtype
 from voicehub.core.errors import (
     ConfigError,
@@ -29,6 +28,7 @@ from voicehub.core.errors import (
     UnknownModelError,
 )
 from voicehub.core.files import CONFIG_FILE_NAME
+from voicehub.core.strict_json import JSONValue
 from voicehub.core.tasks import SpeechTask
 from voicehub.errors import NoModelForTaskError
 from voicehub.modeling import AnySpeechModel, PreTrainedSpeechModel, SourceLike

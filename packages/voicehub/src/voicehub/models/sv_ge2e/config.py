@@ -5,12 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from voicehub.architectures.ge2e.config import SAMPLE_RATE
 from voicehub.core.errors import ConfigError
 from voicehub.registry.model_config import ModelConfig
 from voicehub.speaker_verification import SpeakerScoringOptions
-
-SAMPLE_RATE = 16000
-"""Rate (Hz) of the pretrained GE2E encoder; other rates are resampled to it."""
 
 DEFAULT_COSINE_THRESHOLD = 0.73
 """Default cosine decision threshold, measured on the repository's audio (``docs/speaker.md``,

@@ -1,4 +1,4 @@
-"""The ``sv_ge2e`` wrapper: the GE2E speaker encoder behind :class:`~voicehub.modeling.PreTrainedSVModel`.
+"""The ``sv_ge2e`` wrapper: the GE2E speaker encoder behind :class:`~voicehub.speaker_verification.PreTrainedSVModel`.
 
 Weights: by default ``resemblyzer/pretrained.pt`` from the installed ``resemblyzer==0.1.4``
 wheel; otherwise a resemblyzer-format ``.pt`` file, a Hyperion ``HyperTorchModel`` checkpoint

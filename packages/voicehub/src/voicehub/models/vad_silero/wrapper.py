@@ -1,4 +1,4 @@
-"""The ``vad_silero`` wrapper: native Silero VAD behind :class:`~voicehub.modeling.PreTrainedVADModel`.
+"""The ``vad_silero`` wrapper: native Silero VAD behind :class:`~voicehub.voice_activity.PreTrainedVADModel`.
 
 Weights: by default ``silero_vad/data/silero_vad.jit`` from the installed ``silero-vad`` wheel
 (model v6, 16 and 8 kHz); otherwise any upstream ``silero_vad.jit`` / ``silero_vad_16k.safetensors``

@@ -1,4 +1,4 @@
-"""The ``vad_webrtc`` wrapper: the WebRTC detector behind :class:`~voicehub.modeling.PreTrainedVADModel`.
+"""The ``vad_webrtc`` wrapper: the WebRTC detector behind :class:`~voicehub.voice_activity.PreTrainedVADModel`.
 
 The detector (``webrtcvad`` module from the ``webrtcvad-wheels`` distribution, MIT; the algorithm is
 WebRTC's fixed-point filter bank + Gaussian mixture model) makes one speech/non-speech decision per
