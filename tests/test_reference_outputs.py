@@ -156,6 +156,7 @@ def _computed_in_a_fresh_process(part: str, directory: Path) -> dict[str, np.nda
         return {key: data[key] for key in data.files}
 
 
+@pytest.mark.slow
 def test_vad_probabilities_segments_and_stream_events_are_bit_identical(
     recorded: dict[str, np.ndarray], tmp_path: Path
 ) -> None:
@@ -164,12 +165,14 @@ def test_vad_probabilities_segments_and_stream_events_are_bit_identical(
     _compare(recorded, computed, "vad_")
 
 
+@pytest.mark.slow
 def test_ge2e_embeddings_and_cosine_and_plda_scores_are_bit_identical(
     recorded: dict[str, np.ndarray], tmp_path: Path
 ) -> None:
     _compare(recorded, _computed_in_a_fresh_process("sv_outputs", tmp_path), "sv_ge2e/")
 
 
+@pytest.mark.slow
 def test_a_saved_and_reloaded_xvector_encoder_gives_bit_identical_embeddings(
     recorded: dict[str, np.ndarray], tmp_path: Path
 ) -> None:
