@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from voicehub.core import AudioError, SpeakerOutput, VerificationOutput, Waveform, load_audio
-from voicehub.core.errors import CheckpointError, InferenceOptionError
+from voicehub.core.errors import CheckpointError, ConfigError, InferenceOptionError
 from voicehub.hyperion.errors import HyperionFileError
 from voicehub.hyperion.metrics import compute_eer
 from voicehub.models.sv_ge2e.config import DEFAULT_COSINE_THRESHOLD, MIN_SPEECH_S
@@ -469,3 +469,15 @@ def test_multi_clip_enrolment_with_a_backend_and_detach_survives_reload(tmp_path
             assert "plda.h5" in str(err)
         except InferenceOptionError:
             pass
+
+
+def test_a_version_1_config_with_copied_preprocessing_fields_migrates_to_the_nested_graph_record() -> None:
+    from voicehub.architectures.ge2e import GE2EPreprocessing
+    from voicehub.models.sv_ge2e.config import SVGE2EConfig
+
+    old = {"type": "sv_ge2e", "model_type": "sv_ge2e", "schema_version": 1, "sample_rate": 16000}
+    config = SVGE2EConfig.from_dict({**old, "trim_silence": False, "partials_per_second": 2.0})
+    assert config.preprocessing == GE2EPreprocessing(trim_silence=False, partials_per_second=2.0)
+    assert SVGE2EConfig.from_json(config.to_json()) == config
+    with pytest.raises(ConfigError, match=r"partials_per_second must be in \[0.625, 100\]"):
+        SVGE2EConfig.from_dict({**old, "partials_per_second": 0.1})

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from voicehub.architectures.ge2e.config import SAMPLE_RATE
+from voicehub.architectures.ge2e.config import SAMPLE_RATE, GE2EPreprocessing
+from voicehub.core.config import Migration
 from voicehub.core.errors import ConfigError
 from voicehub.registry.model_config import ModelConfig
 from voicehub.speaker_verification import SpeakerScoringOptions
@@ -23,29 +25,39 @@ MIN_SPEECH_S = 1.6
 speech does not fill one 1.6 s GE2E partial, which is then zero-padded, and the embedding is less reliable."""
 
 
+def _nest_preprocessing(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 -> 2: the copied preprocessing fields move into ``preprocessing`` (a ``GE2EPreprocessing``)."""
+    nested = {key: cfg.pop(key) for key in GE2EPreprocessing.known_keys() if key in cfg}
+    if nested:
+        cfg["preprocessing"] = nested
+    return cfg
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SVGE2EConfig(ModelConfig):
     """How the ``sv_ge2e`` wrapper prepares audio for the GE2E encoder.
 
+    The encoder's architecture comes from its checkpoint; ``preprocessing`` (the graph config's own
+    :class:`~voicehub.architectures.ge2e.GE2EPreprocessing`) replaces the one stored with it.
+
+    Schema history: version 1 copied the four preprocessing fields (``trim_silence``,
+    ``target_dbfs``, ``partials_per_second``, ``min_coverage``) into this config;
+    version 2 nests them (:func:`_nest_preprocessing` migrates).
+
     Attributes:
         sample_rate: the encoder's rate in Hz (16000); input at other rates is resampled.
-        trim_silence: remove long silences with the WebRTC VAD before embedding (as resemblyzer).
-        target_dbfs: raise quiet input to this RMS level in dBFS; ``None`` disables it.
-        partials_per_second: partial utterances (1.6 s each) started per second of audio.
-        min_coverage: keep the last partial when at least this fraction of it is audio.
+        preprocessing: silence trimming, volume target, partial rate and coverage.
     """
 
     config_type: ClassVar[str] = "sv_ge2e"
-    schema_version: ClassVar[int] = 1
+    schema_version: ClassVar[int] = 2
+    migrations: ClassVar[Mapping[int, Migration]] = {1: _nest_preprocessing}
 
     sample_rate: int = SAMPLE_RATE
-    trim_silence: bool = True
-    target_dbfs: float | None = -30.0
-    partials_per_second: float = 1.3
-    min_coverage: float = 0.75
+    preprocessing: GE2EPreprocessing = field(default_factory=GE2EPreprocessing)
 
     def validate(self) -> None:
-        """Check types and ranges.
+        """Check types and ranges (the preprocessing ranges are checked by its own record).
 
         Raises:
             ConfigError: naming the field and the allowed values.
@@ -56,19 +68,6 @@ class SVGE2EConfig(ModelConfig):
                 f"sv_ge2e.sample_rate: the GE2E encoder runs at {SAMPLE_RATE} Hz, got {self.sample_rate}",
                 config_type=self.config_type,
                 key="sample_rate",
-            )
-        if not 0.625 <= self.partials_per_second <= 100.0:
-            raise ConfigError(
-                f"sv_ge2e.partials_per_second must be in [0.625, 100] (partials must cover the audio), "
-                f"got {self.partials_per_second}",
-                config_type=self.config_type,
-                key="partials_per_second",
-            )
-        if not 0.0 < self.min_coverage <= 1.0:
-            raise ConfigError(
-                f"sv_ge2e.min_coverage must be in (0, 1], got {self.min_coverage}",
-                config_type=self.config_type,
-                key="min_coverage",
             )
 
 

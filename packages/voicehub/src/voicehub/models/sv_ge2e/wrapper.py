@@ -5,8 +5,8 @@ wheel; otherwise a resemblyzer-format ``.pt`` file, a Hyperion ``HyperTorchModel
 of :class:`~voicehub.architectures.ge2e.GE2ESpeakerEncoder` (``.pth`` file or ``config.json`` +
 ``model.safetensors`` directory), or a directory written by :meth:`GE2ESpeakerVerifier.save_pretrained`
 (``encoder/`` in the Hyperion directory format and, when a back-end is attached, ``backend/``).
-The preprocessing settings of :class:`SVGE2EConfig` (silence trimming, volume target, partial
-rate and coverage) override those stored with the encoder; its architecture comes from the file.
+``SVGE2EConfig.preprocessing`` (silence trimming, volume target, partial rate and coverage)
+replaces the preprocessing stored with the encoder; its architecture comes from the file.
 """
 
 from __future__ import annotations
@@ -55,13 +55,7 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions, GE2ESpe
                 f"or pass a source (resemblyzer .pt, Hyperion .pth or directory, or a saved sv_ge2e directory)"
             )
         model = self._read_encoder(checkpoint)
-        cfg = self.config
-        model.config = model.config.replace(
-            trim_silence=cfg.trim_silence,
-            target_dbfs=cfg.target_dbfs,
-            partials_per_second=cfg.partials_per_second,
-            min_coverage=cfg.min_coverage,
-        )
+        model.config = model.config.with_preprocessing(self.config.preprocessing)
         return model
 
     @staticmethod
