@@ -165,7 +165,7 @@ def test_the_catalog_and_the_registry_are_not_empty() -> None:
 def test_every_model_configures_each_pass_or_reports_not_applicable(model_type: str, pass_name: str) -> None:
     model, reference = _loaded(model_type)
     probe, compare = PROBES[voicehub.get_model_spec(model_type).task]
-    runtime = model.runtime
+    runtime = model.runtime.module
     saved = _state(runtime)
     training_flags = [m.training for m in runtime.modules()] if isinstance(runtime, torch.nn.Module) else []
     assert pass_name in model.available_optimization_passes()
@@ -174,7 +174,7 @@ def test_every_model_configures_each_pass_or_reports_not_applicable(model_type: 
         # matrix below runs it.
         with pytest.raises(OptimizationCompatibilityError, match="not 'inference'; nothing was loaded"):
             model.apply_optimization_plan(pass_name, mode="inference")
-        assert model.runtime is runtime and _same_state(runtime, saved)
+        assert model.runtime.module is runtime and _same_state(runtime, saved)
         return
 
     manifests = []
@@ -190,14 +190,14 @@ def test_every_model_configures_each_pass_or_reports_not_applicable(model_type: 
         assert not re.search(r"acceler|faster|speed-?up", manifests[-1], re.IGNORECASE)
         if outcome == "not-applicable":
             assert len(entry["metadata"]["reason"]) > 20
-            assert model.runtime is runtime and _same_state(runtime, saved)
+            assert model.runtime.module is runtime and _same_state(runtime, saved)
         elif saved is not None and not entry["capabilities"]["changes_parameter_names"]:
-            assert list(model.runtime.state_dict()) == list(saved)  # checkpoint keys unchanged while active
+            assert list(model.runtime.module.state_dict()) == list(saved)  # checkpoint keys unchanged while active
         if attempt == 0 and pass_name != "compile":
             compare(reference, probe(model), TOLERANCES.get(pass_name, LOSSY))
         model.restore_optimization_plan("inference")
         assert model.active_optimization("inference") is None
-        assert model.runtime is runtime
+        assert model.runtime.module is runtime
         assert _same_state(runtime, saved)
         if isinstance(runtime, torch.nn.Module):
             assert [m.training for m in runtime.modules()] == training_flags
@@ -208,7 +208,7 @@ def test_every_model_configures_each_pass_or_reports_not_applicable(model_type: 
 @pytest.mark.parametrize("model_type", MODEL_TYPES)
 def test_required_unsupported_hardware_and_malformed_protocols_fail_before_mutation(model_type: str) -> None:
     model, _ = _loaded(model_type)
-    runtime = model.runtime
+    runtime = model.runtime.module
     saved = _state(runtime)
     if not isinstance(runtime, torch.nn.Module):
         # A required cast on a runtime that is not a torch graph is refused, not skipped.
@@ -279,7 +279,7 @@ def test_isolated_registry_acme_eval_mode_applies_to_every_task_wrapper(model_ty
     register_optimization_pass("acme-eval-mode", AcmeEvalModePass, registry=registry)
     assert "acme-eval-mode" not in OPTIMIZATION_PASSES
     model, reference = _loaded(model_type)
-    runtime = model.runtime
+    runtime = model.runtime.module
     result = model.apply_optimization_plan("acme-eval-mode", mode="inference", registry=registry)
     manifest = result.manifest()
     entry = manifest["passes"][0]
@@ -293,7 +293,7 @@ def test_isolated_registry_acme_eval_mode_applies_to_every_task_wrapper(model_ty
     probe, compare = PROBES[voicehub.get_model_spec(model_type).task]
     compare(reference, probe(model), EXACT)
     model.restore_optimization_plan("inference")
-    assert model.runtime is runtime
+    assert model.runtime.module is runtime
 
 
 def test_a_mode_change_requires_restoring_the_plan_first() -> None:
@@ -310,7 +310,7 @@ def test_a_mode_change_requires_restoring_the_plan_first() -> None:
 @pytest.mark.parametrize("model_type", MODEL_TYPES)
 def test_training_mode_passes_configure_or_report_and_inference_only_passes_are_refused_first(model_type: str) -> None:
     model, _ = _loaded(model_type)
-    runtime = model.runtime
+    runtime = model.runtime.module
     saved = _state(runtime)
     try:
         for name in PASS_NAMES:
@@ -329,16 +329,16 @@ def test_training_mode_passes_configure_or_report_and_inference_only_passes_are_
             assert metadata["outcome"] in ALLOWED_OUTCOMES
             capabilities = result.manifest()["passes"][0]["capabilities"]
             if saved is not None and not capabilities["changes_parameter_names"]:
-                assert list(model.runtime.state_dict()) == list(saved)
+                assert list(model.runtime.module.state_dict()) == list(saved)
             if saved is not None and metadata["outcome"] != "not-applicable":
                 # Checkpoints stay portable: the original names, whatever the pass did to the graph.
                 assert list(result.portable_state_dict()) == list(saved)
                 assert result.optimizer_parameters()
             model.restore_optimization_plan("training")
-            assert model.runtime is runtime and model.active_optimization("training") is None
+            assert model.runtime.module is runtime and model.active_optimization("training") is None
     finally:
         model.load()  # back to inference for the other tests
-    assert model.state.value == "inference" and model.runtime is runtime and _same_state(runtime, saved)
+    assert model.state.value == "inference" and model.runtime.module is runtime and _same_state(runtime, saved)
 
 
 WEIGHTED_MODEL_TYPES = tuple(t for t in MODEL_TYPES if voicehub.get_model_spec(t).load_wrapper_class().has_weights)
@@ -350,7 +350,7 @@ def test_checkpoint_keys_are_refused_while_a_plan_is_active_and_identical_after_
     model_type: str, tmp_path: Path
 ) -> None:
     model, _ = _loaded(model_type)
-    runtime = model.runtime
+    runtime = model.runtime.module
     assert isinstance(runtime, torch.nn.Module), f"{model_type} declares weights but its runtime is not a torch graph"
     saved = _state(runtime)
     assert saved is not None
@@ -362,4 +362,4 @@ def test_checkpoint_keys_are_refused_while_a_plan_is_active_and_identical_after_
     model.save_pretrained(tmp_path / "after")
     reloaded = voicehub.AutoModel.from_pretrained(tmp_path / "after", model_type=model_type, device="cpu")
     reloaded.load()
-    assert _same_state(reloaded.runtime, saved)  # same keys, dtypes and values as before the plan
+    assert _same_state(reloaded.runtime.module, saved)  # same keys, dtypes and values as before the plan

@@ -257,3 +257,34 @@ def test_waveform_validates_its_fields() -> None:
         Waveform(samples=np.zeros(4), sample_rate=16000)  # type: ignore[arg-type]
     with pytest.raises(AudioError, match=r"\(num_samples,\)"):
         Waveform(samples=np.zeros((2, 4), dtype=np.float32), sample_rate=16000)
+
+
+def test_load_raw_pcm_reads_s16le_and_refuses_odd_byte_counts(tmp_path: Path) -> None:
+    from voicehub.core import is_raw_pcm, load_raw_pcm
+
+    raw = Path(__file__).resolve().parents[3] / "tests" / "data" / "goforward.raw"  # real speech, s16le 16 kHz
+    assert is_raw_pcm(raw) and is_raw_pcm("x.PCM") and not is_raw_pcm("x.wav")
+    waveform = load_raw_pcm(raw, sample_rate=16000)
+    pcm = np.frombuffer(raw.read_bytes(), dtype="<i2")
+    assert waveform.sample_rate == 16000 and waveform.num_samples == pcm.size and waveform.source == str(raw)
+    np.testing.assert_array_equal(waveform.samples, (pcm / 32768.0).astype(np.float32))
+    odd = tmp_path / "odd.raw"
+    odd.write_bytes(raw.read_bytes()[:101])
+    with pytest.raises(AudioDecodeError, match="101 bytes is not a whole number of 16-bit samples"):
+        load_raw_pcm(odd, sample_rate=16000)
+    with pytest.raises(SampleRateError, match="positive integer"):
+        load_raw_pcm(raw, sample_rate=0)
+
+
+def test_check_sample_rate_names_both_rates_and_the_fix() -> None:
+    from voicehub.core import check_sample_rate
+
+    assert check_sample_rate(np.int64(8000), supported=(16000, 8000)) == 8000
+    message = r"clip\.wav: Model runs at \[16000, 8000\] Hz, got 22050 Hz and off; fix it"
+    with pytest.raises(SampleRateError, match=message) as info:
+        check_sample_rate(22050, source="clip.wav", supported=(16000, 8000), runs="Model", why="off", fix="fix it")
+    assert info.value.expected == (16000, 8000) and info.value.actual == 22050
+    with pytest.raises(SampleRateError, match="kHz instead of Hz"):
+        check_sample_rate(16, source="clip.wav")
+    with pytest.raises(SampleRateError, match="positive integer in Hz, got True"):
+        check_sample_rate(True)

@@ -42,3 +42,17 @@ def test_dtypes_accept_aliases_and_torch_dtypes() -> None:
         resolve_dtype("half", "cpu")
     with pytest.raises(DeviceError, match="unsupported dtype 'int8'"):
         normalize_dtype("int8")
+
+
+def test_requests_become_typed_values_once_and_stay_unchanged() -> None:
+    import torch
+
+    from voicehub.core import Device, DType
+
+    device = normalize_device(" CUDA:1 ")
+    assert isinstance(device, Device) and device == "cuda:1" and device.type == "cuda" and not device.is_auto
+    assert normalize_device(device) is device  # a typed value is not parsed again
+    dtype = normalize_dtype(torch.bfloat16)
+    assert dtype is DType.BFLOAT16 and normalize_dtype(dtype) is dtype and str(dtype) == "bfloat16"
+    assert resolve_device(Device("cpu")) == "cpu" and isinstance(resolve_device("auto"), Device)
+    assert resolve_dtype(DType.AUTO, Device("cpu")) is torch.float32

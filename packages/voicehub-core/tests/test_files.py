@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,38 @@ def test_parents_are_created_unless_refused(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(OutputPathError, match="is not a directory"):
         write_text_atomic(blocker / "out.txt", "x")
+
+
+def test_write_directory_merges_replaces_and_leaves_nothing_on_failure(tmp_path: Path) -> None:
+    import json
+
+    from voicehub.core.files import SAVED_ENTRIES_FILE_NAME, write_directory
+
+    def files(names: dict[str, str]) -> Callable[[Path], None]:
+        def write(staging: Path) -> None:
+            for name, text in names.items():
+                (staging / name).write_text(text)
+
+        return write
+
+    target = tmp_path / "new" / "saved"
+    assert write_directory(target, files({"a.txt": "1", "config.json": "{}"}), record=True) == target
+    assert json.loads((target / SAVED_ENTRIES_FILE_NAME).read_text()) == ["a.txt", "config.json"]
+    (target / "mine.txt").write_text("keep")
+    write_directory(target, files({"b.txt": "2", "config.json": "{}"}), record=True)  # merge: a.txt was ours
+    assert sorted(p.name for p in target.iterdir()) == [SAVED_ENTRIES_FILE_NAME, "b.txt", "config.json", "mine.txt"]
+
+    def broken(staging: Path) -> None:
+        (staging / "b.txt").write_text("half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OutputPathError, match=r"saved: cannot write \(No space left on device\)"):
+        write_directory(target, broken, record=True)
+    assert (target / "b.txt").read_text() == "2" and sorted(p.name for p in target.parent.iterdir()) == ["saved"]
+    with pytest.raises(OutputPathError, match=r"holds \.voicehub-saved\.json, b\.txt, config\.json, mine\.txt"):
+        write_directory(target, files({"x.h5": ""}), replace=True, replaceable=("x.h5",))
+    replaced = tmp_path / "backend"
+    write_directory(replaced, files({"x.h5": "old", "y.h5": "old"}), replace=True, replaceable=("x.h5", "y.h5"))
+    write_directory(replaced, files({"x.h5": "new"}), replace=True, replaceable=("x.h5", "y.h5"))
+    assert [p.name for p in replaced.iterdir()] == ["x.h5"] and (replaced / "x.h5").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["backend", "new"]  # no staging directory left

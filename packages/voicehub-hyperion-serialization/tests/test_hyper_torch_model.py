@@ -527,4 +527,4 @@ def test_failed_directory_save_removes_the_directories_and_files_it_created(
     (existing / "notes.txt").write_text("keep")
     with pytest.raises(HyperionFileError):
         model.save(existing)
-    assert sorted(p.name for p in existing.iterdir()) == ["model.safetensors", "notes.txt"]  # weights-first order
+    assert sorted(p.name for p in existing.iterdir()) == ["notes.txt"]  # staged: nothing new after a failure

@@ -467,9 +467,9 @@ def test_saving_onto_a_symlink_writes_through_it(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("make_target", "expected"),
     [
-        (lambda d: "", "empty output path"),
+        (lambda d: "", "the path is empty"),
         (lambda d: d, "is a directory"),
-        (lambda d: d / "file.txt" / "plda.h5", "is a file, not a directory"),
+        (lambda d: d / "file.txt" / "plda.h5", "file.txt is not a directory, so nothing can be created under it"),
         (lambda d: "/proc/voicehub_x.h5", "cannot create files in /proc"),
     ],
     ids=["empty", "directory", "parent-is-file", "unwritable-dir"],

@@ -20,7 +20,8 @@ from scipy import linalg
 from voicehub.hyperion.errors import HyperionInputError
 from voicehub.hyperion.np import SPLDA
 from voicehub.hyperion.np._checks import as_labels, class_stats
-from voicehub.hyperion.np.plda import _class_sums, _EMStats, _Scorer, gram
+from voicehub.hyperion.np.linalg import gram
+from voicehub.hyperion.np.plda import _class_sums, _EMStats, _Scorer
 
 _LOG_2PI = float(np.log(2 * np.pi))
 

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from voicehub.core.errors import LifecycleError
+from voicehub.core.runtime import RuntimeBundle, RuntimeHost, RuntimeState
 from voicehub.core.strict_json import JSONValue
 from voicehub.optimization import (
     OptimizationApplicationError,
@@ -26,27 +27,75 @@ from voicehub.optimization import (
 )
 
 
-class LSTMHost(OptimizationHost):
-    """A small host: an LSTM + Linear runtime, loaded on first use."""
+class LSTMHost:
+    """A small runtime host (the RuntimeHost protocol): an LSTM runtime, loaded on first use."""
 
     def __init__(self) -> None:
-        self.runtime: nn.Module | None = None
-        self.loads: list[OptimizationMode] = []
+        self.bundle: RuntimeBundle[nn.Module] | None = None
+        self._state = RuntimeState.CREATED
+        self.loads: list[RuntimeState] = []
         self.installed: list[object] = []
+        self.optimization = OptimizationHost(self)
 
-    def _optimization_runtime(self, mode: OptimizationMode) -> object:
-        self.check_optimization_mode_change(mode)
-        if self.runtime is None:
+    @property
+    def state(self) -> RuntimeState:
+        return self._state
+
+    @property
+    def runtime(self) -> RuntimeBundle[nn.Module] | None:
+        return self.bundle
+
+    def _enter(self, mode: RuntimeState) -> LSTMHost:
+        self.optimization.check_mode_change(mode)
+        if self.bundle is None:
             torch.manual_seed(0)
-            self.runtime = nn.Sequential(nn.LSTM(4, 8, batch_first=True))
-        self.runtime.train(mode is OptimizationMode.TRAINING)
+            self.bundle = RuntimeBundle(module=nn.Sequential(nn.LSTM(4, 8, batch_first=True)))
+        self.bundle.module.train(mode is OptimizationMode.TRAINING)
+        self._state = mode
         self.loads.append(mode)
-        return self.runtime
+        return self
 
-    def _set_optimization_runtime(self, mode: OptimizationMode, runtime: object) -> None:
-        assert isinstance(runtime, nn.Module)
-        self.installed.append(runtime)
-        self.runtime = runtime
+    def load(self) -> LSTMHost:
+        return self._enter(RuntimeState.INFERENCE)
+
+    def load_for_training(self) -> LSTMHost:
+        return self._enter(RuntimeState.TRAINING)
+
+    def unload(self) -> None:
+        self.bundle = None
+        self._state = RuntimeState.CREATED
+
+    def replace_module(self, module: object, *, state: RuntimeState) -> None:
+        assert isinstance(module, nn.Module) and self.bundle is not None and self._state is state
+        self.installed.append(module)
+        self.bundle = self.bundle.with_module(module)
+
+    # what a wrapper exposes, delegated to its optimization host
+    def apply_optimization_plan(self, plan: Any, **kwargs: Any) -> Any:
+        return self.optimization.apply(plan, **kwargs)
+
+    def restore_optimization_plan(self, mode: str = "inference") -> None:
+        self.optimization.restore(mode)
+
+    def active_optimization(self, mode: str = "inference") -> Any:
+        return self.optimization.active(mode)
+
+    def optimization_requires_reload(self, mode: str = "inference") -> bool:
+        return self.optimization.requires_reload(mode)
+
+    def check_optimization_mode_change(self, mode: str) -> None:
+        self.optimization.check_mode_change(mode)
+
+    def available_optimization_passes(self) -> tuple[str, ...]:
+        return self.optimization.available_passes()
+
+    def module(self) -> nn.Module:
+        assert self.bundle is not None
+        return self.bundle.module
+
+
+def test_the_lstm_host_satisfies_the_runtime_host_protocol() -> None:
+    assert isinstance(LSTMHost(), RuntimeHost)
 
 
 def _registry() -> OptimizationPassRegistry:
@@ -66,7 +115,7 @@ def test_host_applies_restores_and_tracks_the_active_plan() -> None:
         host.apply_optimization_plan("eval-mode", registry=_registry())
     host.restore_optimization_plan("inference")
     assert host.active_optimization("inference") is None
-    assert host.installed == [host.runtime]  # the original runtime is reinstalled on restore
+    assert host.installed == [host.module()]  # the original module is reinstalled on restore
     with pytest.raises(LifecycleError, match="nothing to restore"):
         host.restore_optimization_plan("inference")
 
@@ -135,13 +184,13 @@ class BoomPass(ZeroBiasPass):
 
 
 class UnloadingHost(LSTMHost):
-    """A host whose unload() follows the rule recommended for PreTrainedSpeechModel.unload()."""
+    """A host whose unload() follows the rule of PreTrainedSpeechModel.unload()."""
 
     def unload(self) -> None:
-        for mode in OptimizationMode:
-            if self.active_optimization(mode) is not None and not self.optimization_requires_reload(mode):
-                raise LifecycleError(f"restore the {mode.value} plan first")
-        self.runtime = None
+        blocking = self.optimization.blocking_unload()
+        if blocking is not None:
+            raise LifecycleError(f"restore the {blocking.value} plan first")
+        super().unload()
 
 
 @pytest.mark.parametrize(
@@ -150,8 +199,7 @@ class UnloadingHost(LSTMHost):
 def test_unload_then_reload_recovers_from_an_irreversible_or_tainted_plan(plan: tuple[OptimizationPass, ...]) -> None:
     host = UnloadingHost()
     x = torch.ones(1, 3, 4)
-    original = host._optimization_runtime(OptimizationMode.INFERENCE)
-    assert isinstance(original, nn.Module)
+    original = host.load().module()
     expected = original(x)[0]
     try:
         host.apply_optimization_plan(plan)
@@ -163,8 +211,8 @@ def test_unload_then_reload_recovers_from_an_irreversible_or_tainted_plan(plan: 
         host.restore_optimization_plan()
     host.unload()  # allowed: dropping the runtime is the way back
     assert host.active_optimization() is None and not host.optimization_requires_reload()
-    reloaded = host._optimization_runtime(OptimizationMode.INFERENCE)
-    assert reloaded is not original and isinstance(reloaded, nn.Module)
+    reloaded = host.load().module()
+    assert reloaded is not original
     assert torch.equal(reloaded(x)[0], expected)
     result = host.apply_optimization_plan("eval-mode", registry=_registry())  # plans work again
     result.restore()

@@ -109,10 +109,10 @@ class AcmeBoom(OptimizationPass):
 def test_an_irreversible_pass_before_a_failing_one_is_refused_before_the_model_changes() -> None:
     model = _silero()
     assert len(model.detect(VAD_AUDIO).segments) == SILERO_SEGMENTS
-    saved = _state(model.runtime)
+    saved = _state(model.runtime.module)
     with pytest.raises(OptimizationConfigurationError, match="irreversible passes may only come last"):
         model.apply_optimization_plan((AcmeZeroBias(), AcmeBoom()))
-    assert _same(model.runtime, saved) and model.active_optimization() is None
+    assert _same(model.runtime.module, saved) and model.active_optimization() is None
     assert len(model.detect(VAD_AUDIO).segments) == SILERO_SEGMENTS
 
 
@@ -162,7 +162,7 @@ def test_an_irreversible_plan_names_a_way_back_that_works() -> None:
 def test_a_training_plan_that_fails_leaves_the_wrapper_in_inference() -> None:
     model = _silero()
     assert len(model.detect(VAD_AUDIO).segments) == SILERO_SEGMENTS
-    runtime, saved = model.runtime, _state(model.runtime)
+    runtime, saved = model.runtime.module, _state(model.runtime.module)
     failing_plans: list[tuple[Any, type[Exception]]] = [
         (TorchCompilePass(backend="nope", requirement="required"), OptimizationCompatibilityError),  # validation
         (("threads", AcmeBoom()), OptimizationApplicationError),  # application, rolled back
@@ -170,7 +170,7 @@ def test_a_training_plan_that_fails_leaves_the_wrapper_in_inference() -> None:
     for plan, error in failing_plans:
         with pytest.raises(error):
             model.apply_optimization_plan(plan, mode="training")
-        assert model.state.value == "inference" and model.runtime is runtime
+        assert model.state.value == "inference" and model.runtime.module is runtime
         assert not runtime.training and not any(p.requires_grad for p in runtime.parameters())
         assert model.active_optimization("training") is None and _same(runtime, saved)
         assert len(model.detect(VAD_AUDIO).segments) == SILERO_SEGMENTS
@@ -190,7 +190,7 @@ def test_a_failed_plan_on_a_wrapper_that_was_not_loaded_leaves_it_unloaded() -> 
 def test_dtype_bound_passes_refuse_a_float64_silero_runtime_before_any_change() -> None:
     model = _silero()
     model.load()
-    double = copy.deepcopy(model.runtime).double()
+    double = copy.deepcopy(model.runtime.module).double()
     saved = _state(double)
     for plan in ("dtype", "int8-dynamic", DtypePass(dtype="bfloat16", requirement="required")):
         with pytest.raises(OptimizationCompatibilityError, match=r"runtime dtype 'float64' is not supported"):
@@ -226,10 +226,10 @@ def test_a_plain_exception_in_a_custom_validate_is_a_voicehub_error_naming_the_p
 
     model = _silero()
     model.load()
-    saved = _state(model.runtime)
+    saved = _state(model.runtime.module)
     with pytest.raises(OptimizationValidationError, match=r"'acme.buggy-validate' raised ValueError in validate\(\)"):
         model.apply_optimization_plan(BuggyValidate())
-    assert _same(model.runtime, saved) and model.active_optimization() is None
+    assert _same(model.runtime.module, saved) and model.active_optimization() is None
 
 
 def test_dtype_is_streaming_safe_silero_streams_the_same_events_in_bfloat16() -> None:
@@ -248,7 +248,7 @@ def test_dtype_is_streaming_safe_silero_streams_the_same_events_in_bfloat16() ->
     result = model.apply_optimization_plan("dtype", context=context)
     assert result.manifest()["passes"][0]["capabilities"]["streaming_safe"] is True
     try:
-        assert next(model.runtime.parameters()).dtype == torch.bfloat16
+        assert next(model.runtime.module.parameters()).dtype == torch.bfloat16
         assert stream() == eager and len(eager) == 2 * 8  # a start and an end per segment, identical samples
     finally:
         model.restore_optimization_plan()

@@ -1,20 +1,14 @@
-"""ArchitectureSpec references stay lazy; verified facts are checked; the registry refuses collisions."""
+"""ArchitectureSpec holds verified facts only; they are checked; the registry refuses collisions."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
 import pytest
 
-from voicehub.core import SpeechTask, UnknownModelError
+from voicehub.core import SpeechTask
 from voicehub.registry import (
     ArchitectureRegistry,
     ArchitectureSpec,
     DuplicateRegistrationError,
-    PluginError,
     SpecError,
     UnsupportedByArchitectureError,
 )
@@ -23,8 +17,6 @@ from voicehub.registry import (
 def _spec(**kwargs: object) -> ArchitectureSpec:
     base: dict[str, object] = {
         "architecture_id": "Tiny-Net",
-        "model_builder": "tiny_arch_mod:build",
-        "config": "tiny_arch_mod:TinyConfig",
         "tasks": ("vad",),
         "devices": ("cpu", "CUDA"),
         "dtypes": ("fp32", "bf16"),
@@ -42,19 +34,21 @@ def test_spec_normalizes_ids_devices_dtypes_and_tasks() -> None:
     assert spec.dtypes == ("float32", "bfloat16")
     assert spec.tasks == (SpeechTask.VOICE_ACTIVITY_DETECTION,)
     assert spec.features == ("8khz", "streaming")
-    assert spec.references() == {"model_builder": "tiny_arch_mod:build", "config": "tiny_arch_mod:TinyConfig"}
+    assert "references" not in spec.to_dict()  # facts only: the graph is imported by its integration
+
+
+def test_spec_refuses_the_import_references_it_no_longer_holds() -> None:
+    with pytest.raises(TypeError, match="model_builder"):
+        _spec(model_builder="tiny_arch_mod:build")
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"model_builder": "no_colon"}, "module:attribute"),
-        ({"checkpoint_adapter": "a b:c"}, "module:attribute"),
         ({"devices": ("tpu",)}, "unknown device 'tpu'"),
         ({"dtypes": ("int4",)}, "unsupported dtype 'int4'"),
         ({"devices": ("auto",)}, "not 'auto'"),
         ({"tasks": ("singing",)}, "unknown speech task"),
-        ({"components": {"config": "a:b"}}, "shadows the config slot"),
         ({"sample_rates": (16000, 0)}, "positive ints"),
     ],
 )
@@ -77,50 +71,6 @@ def test_require_names_the_unverified_fact_and_the_verified_values() -> None:
         spec.require(task="asr")
     with pytest.raises(UnsupportedByArchitectureError, match="optimization pass 'int8-dynamic'"):
         spec.require(optimization_pass="int8-dynamic")
-
-
-def test_references_resolve_only_on_request(tmp_path: Path) -> None:
-    (tmp_path / "tiny_arch_mod.py").write_text(
-        textwrap.dedent(
-            """
-            import json
-            IMPORTED = True
-            class TinyConfig:
-                pass
-            def build(config):
-                return ("built", config)
-            """
-        )
-    )
-    script = textwrap.dedent(
-        f"""
-        import sys
-        sys.path.insert(0, {str(tmp_path)!r})
-        from voicehub.registry import ArchitectureRegistry, ArchitectureSpec
-        registry = ArchitectureRegistry()
-        spec = registry.register(ArchitectureSpec(
-            architecture_id="tiny", model_builder="tiny_arch_mod:build", config="tiny_arch_mod:TinyConfig"))
-        before = "tiny_arch_mod" in sys.modules
-        config_class = registry.get("tiny").resolve("config", expected_type=object)
-        print(before, "tiny_arch_mod" in sys.modules, config_class.__name__, "torch" in sys.modules)
-        """
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
-    assert result.stdout.split() == ["False", "True", "TinyConfig", "False"]
-
-
-def test_resolve_errors_name_the_role_and_the_reference() -> None:
-    spec = _spec(model_builder="voicehub_missing_arch_mod:build", components={"vocoder": "json:dumps"})
-    with pytest.raises(UnknownModelError, match="available: config, model_builder, vocoder"):
-        spec.resolve("decoder")
-    with pytest.raises(PluginError, match="model_builder") as info:
-        spec.resolve("model_builder")
-    assert info.value.reference == "voicehub_missing_arch_mod:build"
-    with pytest.raises(PluginError, match="expected type"):
-        spec.resolve("vocoder", expected_type=type)
-    import json
-
-    assert spec.resolve("vocoder") is json.dumps
 
 
 def test_registry_aliases_collisions_and_task_filter() -> None:

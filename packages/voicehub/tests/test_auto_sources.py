@@ -17,7 +17,9 @@ WAV = DATA / "librivox" / "sense_and_sensibility_01_austen_64kb-0880.wav"
 def test_a_hyperion_encoder_directory_loads_as_sv_ge2e_with_the_same_embeddings(tmp_path: Path) -> None:
     default = AutoModelForSpeakerVerification.from_pretrained()
     default.load()
-    default.runtime.save(tmp_path / "ge2e_dir")  # Hyperion directory: config.json (class_name) + model.safetensors
+    default.runtime.module.save(
+        tmp_path / "ge2e_dir"
+    )  # Hyperion directory: config.json (class_name) + model.safetensors
     reloaded = AutoModelForSpeakerVerification.from_pretrained(tmp_path / "ge2e_dir", model_type="sv_ge2e")
     np.testing.assert_array_equal(reloaded.embed(WAV).embedding, default.embed(WAV).embedding)
     with pytest.raises(ConfigError, match="has no 'model_type'; pass model_type="):

@@ -77,3 +77,20 @@ def test_models_table_names_the_command_that_installs_missing_default_weights(mo
         "--out-dir dist && pip install dist/voicehub_ge2e_weights-*.whl (in a VoiceHub checkout; it is a "
         "dependency of the voicehub wheel and `uv sync` installs it)"
     )
+
+
+def test_python_dash_m_voicehub_runs_the_same_command_group() -> None:
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "voicehub", "models", "--json", "--task", "vad"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    listed = [row["model_type"] for row in json.loads(result.stdout)]
+    assert listed == ["vad_silero", "vad_webrtc"]

@@ -49,8 +49,8 @@ MODEL_SPEC = ModelSpec(
 MODEL = """
 import dataclasses
 from typing import ClassVar
-from voicehub.core import Config
-from voicehub.modeling import PreTrainedVADModel
+from voicehub.core import Config, RuntimeBundle
+from voicehub.voice_activity import PreTrainedVADModel
 from voicehub.registry import ModelConfig
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,7 +62,7 @@ class DemoConfig(ModelConfig):
 class DemoOptions(Config):
     config_type: ClassVar[str] = "demo_plugin_vad_options"
 
-class DemoVAD(PreTrainedVADModel[DemoConfig, DemoOptions]):
+class DemoVAD(PreTrainedVADModel[DemoConfig, DemoOptions, RuntimeBundle[object]]):
     config_class = DemoConfig
     options_class = DemoOptions
 """

@@ -19,6 +19,7 @@ from voicehub.core import (
     InferenceOptionError,
     LifecycleError,
     OutputValidationError,
+    RuntimeBundle,
     RuntimeState,
     SampleRateError,
     VADOutput,
@@ -73,7 +74,7 @@ def test_detect_matches_an_independent_numpy_energy_computation(mean_square_kern
     total_frames = sum(s.end_sample - s.start_sample for s in output.segments) // FRAME_SAMPLES
     assert total_frames == loud.size
     assert model.state is RuntimeState.INFERENCE
-    assert model.runtime.training is False
+    assert model.runtime.module.training is False
     assert model.load_calls == 1
 
 
@@ -175,13 +176,13 @@ def test_training_and_inference_transitions(mean_square_kernel: Path) -> None:
     model = _model(mean_square_kernel)
     model.load_for_training()
     assert model.state is RuntimeState.TRAINING
-    assert model.runtime.training is True
-    assert model.runtime.weight.requires_grad is True
+    assert model.runtime.module.training is True
+    assert model.runtime.module.weight.requires_grad is True
     with pytest.raises(LifecycleError, match="call load\\(\\) to switch back"):
         model.detect(SPEECH_WAV)
-    runtime = model.runtime
+    runtime = model.runtime.module
     model.load()
-    assert model.runtime is runtime  # trained weights are kept
+    assert model.runtime.module is runtime  # trained weights are kept
     assert model.state is RuntimeState.INFERENCE
     assert runtime.training is False and runtime.weight.requires_grad is False
     assert model.load_calls == 1
@@ -232,13 +233,13 @@ def test_save_pretrained_and_reload_round_trip(mean_square_kernel: Path, tmp_pat
     ]
     import torch
 
-    assert torch.equal(reloaded.runtime.weight, model.runtime.weight)
+    assert torch.equal(reloaded.runtime.module.weight, model.runtime.module.weight)
 
 
 def test_save_pretrained_failure_writes_nothing(tmp_path: Path, mean_square_kernel: Path) -> None:
     model = _model(mean_square_kernel)
     model.load()
-    model._runtime = object()  # a runtime without state_dict(): the weights step fails
+    model._runtime = RuntimeBundle(module=object())  # a module without state_dict(): the weights step fails
     target = tmp_path / "new" / "out"
     with pytest.raises(CheckpointError, match="override _save_weights"):
         model.save_pretrained(target)
@@ -269,7 +270,6 @@ def test_architecture_facts_gate_dtype_before_loading(mean_square_kernel: Path) 
     architectures = load_builtin_architectures()
     spec = ArchitectureSpec(
         architecture_id="test-energy",
-        model_builder="torch.nn:Conv1d",
         tasks=("vad",),
         devices=("cpu",),
         dtypes=("float32",),
@@ -279,12 +279,14 @@ def test_architecture_facts_gate_dtype_before_loading(mean_square_kernel: Path) 
         AutoModelForVoiceActivityDetection.register(EnergyVADConfig, EnergyVAD, architecture="test-energy")
         half = EnergyVAD.from_pretrained(mean_square_kernel, device="cpu", dtype="bfloat16")
         assert half.architecture_spec() is spec
-        assert half._optimization_architecture() is spec
         with pytest.raises(UnsupportedByArchitectureError, match="dtype 'bfloat16'; verified: float32"):
             half.detect(SPEECH_WAV)
         assert half.load_calls == 0 and half.state is RuntimeState.CREATED
         auto = EnergyVAD.from_pretrained(mean_square_kernel)  # "auto" settles on a verified device
         auto.load()
         assert auto.device == "cpu"
+        result = auto.apply_optimization_plan("eval-mode")  # the optimization host reads the same facts
+        assert result.context.architecture == "test-energy" and result.context.architecture_dtypes == ("float32",)
+        result.restore()
     finally:
         architectures.unregister("test-energy")

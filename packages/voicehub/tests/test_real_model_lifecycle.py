@@ -25,7 +25,7 @@ from voicehub import (
     pipeline,
 )
 from voicehub.core import LifecycleError, RuntimeState, TaskMismatchError, VADOutput
-from voicehub.modeling import PreTrainedVADModel
+from voicehub.voice_activity import PreTrainedVADModel
 
 
 def _bounds(output: VADOutput) -> list[tuple[int, int]]:
@@ -90,11 +90,11 @@ def test_inference_plan_blocks_training_on_silero(silero: Any) -> None:
         silero.load_for_training()
     silero.restore_optimization_plan("inference")
     silero.load_for_training()
-    assert silero.state is RuntimeState.TRAINING and silero.runtime.training
+    assert silero.state is RuntimeState.TRAINING and silero.runtime.module.training
     with pytest.raises(LifecycleError, match="loaded for training"):
         silero.detect(SPEECH_WAV)
     silero.load()
-    assert not silero.runtime.training
+    assert not silero.runtime.module.training
 
 
 def test_silero_save_pretrained_and_reload_give_identical_segments(silero: Any, tmp_path: Path) -> None:

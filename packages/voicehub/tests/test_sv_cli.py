@@ -48,8 +48,8 @@ def test_verify_refuses_a_bad_threshold_before_decoding() -> None:
 
 
 def test_verify_with_a_plda_backend_directory_scores_llrs(tmp_path: Path) -> None:
-    from voicehub.models.sv_ge2e.backend import PLDABackend
     from voicehub.models.sv_ge2e.wrapper import GE2ESpeakerVerifier
+    from voicehub.plda_backend import PLDABackend
 
     verifier = GE2ESpeakerVerifier.from_pretrained(device="cpu")
     speakers = ("flite_slt", "flite_awb", "espeak_us_m1", "espeak_gb_f3")

@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from voicehub.core import AudioError, SpeakerOutput, VerificationOutput, Waveform, load_audio
-from voicehub.core.errors import CheckpointError, InferenceOptionError
+from voicehub.core.errors import CheckpointError, ConfigError, InferenceOptionError
 from voicehub.hyperion.errors import HyperionFileError
 from voicehub.hyperion.metrics import compute_eer
-from voicehub.models.sv_ge2e.backend import PLDABackend
 from voicehub.models.sv_ge2e.config import DEFAULT_COSINE_THRESHOLD, MIN_SPEECH_S
 from voicehub.models.sv_ge2e.wrapper import GE2ESpeakerVerifier
+from voicehub.plda_backend import PLDABackend
 from voicehub.registry.errors import CheckpointNotFoundError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -51,7 +51,7 @@ def corpus_embeddings(verifier: GE2ESpeakerVerifier) -> dict[str, np.ndarray]:
     """Utterance embeddings of the whole corpus (59), and 2 s training crops of the training utterances."""
     from voicehub.architectures.ge2e import preprocess
 
-    runtime = verifier.runtime
+    runtime = verifier.runtime.module
     items = _corpus()
     crops, crop_labels, crop_sessions = [], [], []
     for speaker, number, samples in items:
@@ -262,7 +262,7 @@ def test_backend_save_replaces_the_directory_as_a_whole_and_a_failure_changes_no
     rename = os.rename
 
     def refuse_staging(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
-        if ".voicehub-backend-" in os.fspath(src):
+        if ".voicehub-staging-" in os.fspath(src):
             raise OSError(28, "No space left on device")
         rename(src, dst)
 
@@ -300,7 +300,7 @@ def test_a_failed_load_does_not_attach_the_saved_backend(
     import json
 
     from voicehub.core.errors import ConfigError
-    from voicehub.core.tasks import RuntimeState
+    from voicehub.core.runtime import RuntimeState
 
     data = corpus_embeddings
     writer = GE2ESpeakerVerifier.from_pretrained(device="cpu")
@@ -334,7 +334,7 @@ def test_resemblyzer_weights_are_read_once_and_a_hyperion_pth_still_loads(
     monkeypatch.setattr(torch, "load", counting_load)
     fresh = GE2ESpeakerVerifier.from_pretrained(device="cpu").load()
     assert len(reads) == 1 and reads[0].endswith("pretrained.pt")  # was read twice (keys first, then weights)
-    pth = verifier.runtime.save(tmp_path / "encoder.pth")
+    pth = verifier.runtime.module.save(tmp_path / "encoder.pth")
     reads.clear()
     from_pth = GE2ESpeakerVerifier.from_pretrained(pth, device="cpu")
     clip = load_audio(LIBRIVOX[1])
@@ -346,7 +346,7 @@ def test_cosine_scoring_is_the_base_rule_and_a_zero_embedding_is_the_same_error_
     verifier: GE2ESpeakerVerifier,
 ) -> None:
     from voicehub.core.errors import OutputValidationError
-    from voicehub.modeling import PreTrainedSVModel
+    from voicehub.speaker_verification import PreTrainedSVModel
 
     a, b, c = verifier.embed([LIBRIVOX[1], LIBRIVOX[2], LIBRIVOX[4]])
     options = verifier.resolve_options()
@@ -478,3 +478,15 @@ def test_multi_clip_enrolment_with_a_backend_and_detach_survives_reload(tmp_path
             assert "plda.h5" in str(err)
         except InferenceOptionError:
             pass
+
+
+def test_a_version_1_config_with_copied_preprocessing_fields_migrates_to_the_nested_graph_record() -> None:
+    from voicehub.architectures.ge2e import GE2EPreprocessing
+    from voicehub.models.sv_ge2e.config import SVGE2EConfig
+
+    old = {"type": "sv_ge2e", "model_type": "sv_ge2e", "schema_version": 1, "sample_rate": 16000}
+    config = SVGE2EConfig.from_dict({**old, "trim_silence": False, "partials_per_second": 2.0})
+    assert config.preprocessing == GE2EPreprocessing(trim_silence=False, partials_per_second=2.0)
+    assert SVGE2EConfig.from_json(config.to_json()) == config
+    with pytest.raises(ConfigError, match=r"partials_per_second must be in \[0.625, 100\]"):
+        SVGE2EConfig.from_dict({**old, "partials_per_second": 0.1})

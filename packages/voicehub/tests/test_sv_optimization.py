@@ -64,5 +64,5 @@ def test_ge2e_runs_in_bfloat16_when_asked(reference: np.ndarray) -> None:
     assert "bfloat16" in ARCHITECTURE.dtypes
     model = GE2ESpeakerVerifier.from_pretrained(device="cpu", dtype="bfloat16")
     embedding = model.embed(SPEECH).embedding
-    assert next(model.runtime.parameters()).dtype == torch.bfloat16 and embedding.dtype == np.float32
+    assert next(model.runtime.module.parameters()).dtype == torch.bfloat16 and embedding.dtype == np.float32
     assert _cosine_distance(embedding, reference) < 1e-3

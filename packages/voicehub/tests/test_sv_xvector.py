@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from voicehub.core import CheckpointError, SpeakerOutput, load_audio
+from voicehub.architectures.xvector import XVectorConfig
+from voicehub.core import CheckpointError, ConfigError, SpeakerOutput, load_audio
 from voicehub.models.sv_xvector.config import SVXVectorConfig
 from voicehub.models.sv_xvector.wrapper import XVectorSpeakerVerifier
 
@@ -25,8 +26,10 @@ def test_inference_without_a_checkpoint_explains_there_are_no_pretrained_weights
 
 def test_train_save_reload_and_embed_round_trip(tmp_path: Path) -> None:
     torch.manual_seed(0)
-    model = XVectorSpeakerVerifier(SVXVectorConfig(channels=32, embedding_dim=16, num_classes=3), device="cpu")
-    runtime = model.load_for_training().runtime
+    model = XVectorSpeakerVerifier(
+        SVXVectorConfig(encoder=XVectorConfig(channels=32, embedding_dim=16, num_classes=3)), device="cpu"
+    )
+    runtime = model.load_for_training().runtime.module
     assert runtime.training and runtime.config.num_classes == 3
     waves = [load_audio(SYNTHETIC / f"{s}_{n}.flac").samples[:12000] for s in SPEAKERS for n in (1, 2)]
     batch = torch.from_numpy(np.stack(waves))
@@ -71,13 +74,13 @@ def test_a_saved_directory_of_another_model_is_refused(tmp_path: Path) -> None:
 
 def test_saving_again_into_the_same_directory_replaces_the_encoder_and_keeps_other_files(tmp_path: Path) -> None:
     torch.manual_seed(0)
-    model = XVectorSpeakerVerifier(SVXVectorConfig(channels=32, embedding_dim=16), device="cpu")
+    model = XVectorSpeakerVerifier(SVXVectorConfig(encoder=XVectorConfig(channels=32, embedding_dim=16)), device="cpu")
     model.load_for_training()
     model.load()
     target = model.save_pretrained(tmp_path / "xv")
     (target / "notes.txt").write_text("mine")
     with torch.no_grad():
-        model.runtime.embedding.bias.add_(1.0)  # a different encoder, saved over the first
+        model.runtime.module.embedding.bias.add_(1.0)  # a different encoder, saved over the first
     model.save_pretrained(target)
     assert sorted(p.name for p in target.iterdir()) == [
         ".voicehub-saved.json",
@@ -90,3 +93,43 @@ def test_saving_again_into_the_same_directory_replaces_the_encoder_and_keeps_oth
     reloaded = XVectorSpeakerVerifier.from_pretrained(target, device="cpu")
     np.testing.assert_array_equal(reloaded.embed(clip).embedding, model.embed(clip).embedding)
     assert [p.name for p in tmp_path.iterdir()] == ["xv"]  # no staging or retired directory left
+
+
+def test_a_version_1_config_with_copied_encoder_fields_migrates_to_the_nested_graph_config() -> None:
+    old = {
+        "type": "sv_xvector",
+        "model_type": "sv_xvector",
+        "schema_version": 1,
+        "sample_rate": 16000,
+        "channels": 64,
+        "embedding_dim": 32,
+        "num_classes": 5,
+    }
+    config = SVXVectorConfig.from_dict(old)
+    assert config.encoder == XVectorConfig(channels=64, embedding_dim=32, num_classes=5)
+    assert config.sample_rate == 16000 and SVXVectorConfig.from_json(config.to_json()) == config
+    with pytest.raises(ConfigError, match="sample_rate must be 16000"):
+        SVXVectorConfig.from_dict({**old, "sample_rate": 8000})
+
+
+def test_sv_xvector_scores_with_a_plda_backend_like_every_sv_model(tmp_path: Path) -> None:
+    """The PLDA back-end lives with the task: an x-vector model fits, attaches, saves and reloads one."""
+    torch.manual_seed(0)
+    model = XVectorSpeakerVerifier(SVXVectorConfig(encoder=XVectorConfig(channels=64, embedding_dim=32)), device="cpu")
+    model.load_for_training()
+    model.load()
+    clips = sorted(SYNTHETIC.glob("*.flac"))
+    labels = [path.stem.rsplit("_", 1)[0] for path in clips]
+    backend = model.fit_backend([str(p) for p in clips], labels, calibrate=False)
+    a, b = model.embed([SYNTHETIC / "flite_slt_1.flac", SYNTHETIC / "flite_slt_2.flac"])
+    decision = model.score_embeddings(a, b)
+    assert decision.scoring == "plda" and decision.threshold == 0.0
+    assert decision.score == pytest.approx(float(backend.score(a.embedding, b.embedding)[0, 0]), abs=1e-12)
+    assert model.score_embeddings(a, b, scoring="cosine").scoring == "cosine"
+    saved = model.save_pretrained(tmp_path / "xv")
+    assert sorted(p.name for p in (saved / "backend").iterdir()) == ["plda.h5", "transform.h5"]
+    reloaded = XVectorSpeakerVerifier.from_pretrained(saved, device="cpu")
+    assert reloaded.backend is None  # nothing is read before the load
+    again = reloaded.verify(SYNTHETIC / "flite_slt_1.flac", SYNTHETIC / "flite_slt_2.flac")
+    assert reloaded.backend is not None and again.scoring == "plda"
+    assert again.score == pytest.approx(decision.score, abs=1e-9)

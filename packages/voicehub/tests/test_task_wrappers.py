@@ -18,7 +18,7 @@ from voicehub.core import (
     load_audio,
 )
 from voicehub.errors import UnknownInferenceOptionError
-from voicehub.modeling import cosine_similarity
+from voicehub.speaker_verification import cosine_similarity
 from voicehub_test_tone_extension import (
     SAMPLES_PER_CHAR,
     SpectrumSV,

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from voicehub.cli import main
-from voicehub.cli_vad import rttm_file_ids
+from voicehub.cli.vad import rttm_file_ids
 
 ROOT = Path(__file__).resolve().parents[3]
 LIBRIVOX = sorted((ROOT / "tests" / "data" / "librivox").glob("*.wav"))

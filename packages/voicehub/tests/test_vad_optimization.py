@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from voicehub.architectures.silero_vad.registration import ARCHITECTURE
+from voicehub.architectures.silero.registration import ARCHITECTURE
 from voicehub.core import VADOutput, load_audio
 from voicehub.models.vad_silero.wrapper import SileroVADModel
 
@@ -77,7 +77,7 @@ def test_vad_silero_runs_in_bfloat16_when_asked(reference: VADOutput) -> None:
     assert "bfloat16" in ARCHITECTURE.dtypes
     model = SileroVADModel.from_pretrained(dtype="bfloat16")
     output = model.detect(SPEECH, sample_rate=16000, return_probabilities=True)
-    assert next(model.runtime.parameters()).dtype == torch.bfloat16
+    assert next(model.runtime.module.parameters()).dtype == torch.bfloat16
     difference, shift = _compare(output, reference)
     assert difference < 0.08 and shift <= CHUNK_S + 1e-9
 
@@ -94,7 +94,7 @@ def test_vad_silero_threads_pass_wraps_the_streaming_path_and_keeps_its_events()
 
     reference = stream_events()
     assert len(reference) >= 16
-    runtime = model.load().runtime
+    runtime = model.load().runtime.module
     assert runtime.optimization_execution_methods() == ("forward", "step", "step_chunks")
     result = model.apply_optimization_plan("threads", mode="inference")
     try:

@@ -76,7 +76,7 @@ def test_vad_silero_is_the_default_vad_and_runs_on_the_wheel_weights(model: Sile
     assert model.source.to_string() == "dist:silero-vad/silero_vad/data/silero_vad.jit"
     output = model.detect(LIBRIVOX[1])
     assert output.metadata["model_version"] == "v6"
-    assert model.runtime.config.sample_rates == (16000, 8000)
+    assert model.runtime.module.config.sample_rates == (16000, 8000)
 
 
 @pytest.mark.parametrize(
@@ -158,7 +158,7 @@ def test_vad_silero_safetensors_weights_load_from_a_path(model: SileroVADModel) 
     # runtime reads it), so it is checked for sane output: one utterance per clip, same end.
     other = SileroVADModel.from_pretrained(str(V6_SAFETENSORS))
     outputs = other.detect(LIBRIVOX)
-    assert other.runtime.config.sample_rates == (16000,)
+    assert other.runtime.module.config.sample_rates == (16000,)
     reference = model.detect(LIBRIVOX)
     for mine, theirs in zip(outputs, reference, strict=True):
         assert len(mine.segments) == 1
@@ -274,7 +274,7 @@ def test_vad_silero_registration_imports_no_torch() -> None:
         "print(voicehub.get_default_model_spec('vad').model_type)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.split("\n")[:2] == ["vad_silero True silero-vad False", "vad_silero"]
+    assert result.stdout.split("\n")[:2] == ["vad_silero True silero False", "vad_silero"]
 
 
 @pytest.mark.parametrize("sample_rate", [48000, 44100, 16000, 8000])

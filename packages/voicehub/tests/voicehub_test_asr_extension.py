@@ -6,8 +6,9 @@ import dataclasses
 from typing import ClassVar
 
 from voicehub.core import Config
-from voicehub.modeling import PreTrainedASRModel
+from voicehub.core.runtime import RuntimeBundle
 from voicehub.registry import ModelConfig, ModelSpec
+from voicehub.speech_recognition import PreTrainedASRModel
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -20,7 +21,7 @@ class ShadowASROptions(Config):
     config_type: ClassVar[str] = "test_shadow_asr_options"
 
 
-class ShadowASR(PreTrainedASRModel[ShadowASRConfig, ShadowASROptions]):
+class ShadowASR(PreTrainedASRModel[ShadowASRConfig, ShadowASROptions, RuntimeBundle[object]]):
     config_class: ClassVar[type[ModelConfig]] = ShadowASRConfig
     options_class: ClassVar[type[Config]] = ShadowASROptions
 

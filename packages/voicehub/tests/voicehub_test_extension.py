@@ -21,8 +21,9 @@ from typing import Any, ClassVar
 
 from voicehub.core import Config, ConfigError, SpeechSegment, VADOutput, Waveform
 from voicehub.core.errors import CheckpointError
-from voicehub.modeling import PreTrainedVADModel
+from voicehub.core.runtime import RuntimeBundle
 from voicehub.registry import ModelConfig, ModelSpec
+from voicehub.voice_activity import PreTrainedVADModel
 
 FRAME_SAMPLES = 400
 """25 ms at 16 kHz."""
@@ -58,7 +59,7 @@ class EnergyVADOptions(Config):
             raise ConfigError(f"min_gap_frames must be >= 0, got {self.min_gap_frames}", key="min_gap_frames")
 
 
-class EnergyVAD(PreTrainedVADModel[EnergyVADConfig, EnergyVADOptions]):
+class EnergyVAD(PreTrainedVADModel[EnergyVADConfig, EnergyVADOptions, RuntimeBundle[Any]]):
     config_class: ClassVar[type[ModelConfig]] = EnergyVADConfig
     options_class: ClassVar[type[Config]] = EnergyVADOptions
 
@@ -70,7 +71,7 @@ class EnergyVAD(PreTrainedVADModel[EnergyVADConfig, EnergyVADOptions]):
         self.load_calls = 0
         self._count_lock = threading.Lock()
 
-    def _load_runtime(self, checkpoint: Path | None, *, device: str, dtype: Any, training: bool) -> Any:
+    def _load_runtime(self, checkpoint: Path | None, *, device: Any, dtype: Any, training: bool) -> RuntimeBundle[Any]:
         import torch
 
         with self._count_lock:
@@ -88,11 +89,14 @@ class EnergyVAD(PreTrainedVADModel[EnergyVADConfig, EnergyVADOptions]):
             1, 1, kernel_size=self.config.frame_samples, stride=self.config.frame_samples, bias=False
         )
         conv.load_state_dict(state, strict=True)
-        return conv
+        return RuntimeBundle(module=conv)
 
-    def _detect(self, runtime: Any, waveforms: Sequence[Waveform], options: EnergyVADOptions) -> list[VADOutput]:
+    def _detect(
+        self, bundle: RuntimeBundle[Any], waveforms: Sequence[Waveform], options: EnergyVADOptions
+    ) -> list[VADOutput]:
         import torch
 
+        runtime = bundle.module
         outputs = []
         frame = self.config.frame_samples
         for waveform in waveforms:

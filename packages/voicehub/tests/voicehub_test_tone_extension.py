@@ -21,8 +21,11 @@ import numpy as np
 
 from voicehub.core import ASROutput, ASRSegment, Config, ConfigError, SpeakerOutput, TTSOutput, Waveform
 from voicehub.core.errors import CheckpointError
-from voicehub.modeling import PreTrainedASRModel, PreTrainedSVModel, PreTrainedTTSModel
+from voicehub.core.runtime import RuntimeBundle
 from voicehub.registry import ModelConfig
+from voicehub.speaker_verification import PreTrainedSVModel, SpeakerRuntime
+from voicehub.speech_recognition import PreTrainedASRModel
+from voicehub.text_to_speech import PreTrainedTTSModel
 
 SAMPLE_RATE = 8000
 SAMPLES_PER_CHAR = 800
@@ -62,14 +65,15 @@ class ToneTTSOptions(Config):
             raise ConfigError(f"amplitude must be in (0, 1], got {self.amplitude}", key="amplitude")
 
 
-class ToneTTS(PreTrainedTTSModel[ToneTTSConfig, ToneTTSOptions]):
+class ToneTTS(PreTrainedTTSModel[ToneTTSConfig, ToneTTSOptions, RuntimeBundle[Any]]):
     config_class: ClassVar[type[ModelConfig]] = ToneTTSConfig
     options_class: ClassVar[type[Config]] = ToneTTSOptions
 
-    def _load_runtime(self, checkpoint: Path | None, *, device: str, dtype: Any, training: bool) -> Any:
-        return _load_table(checkpoint)
+    def _load_runtime(self, checkpoint: Path | None, *, device: Any, dtype: Any, training: bool) -> RuntimeBundle[Any]:
+        return RuntimeBundle(module=_load_table(checkpoint))
 
-    def _generate(self, runtime: Any, texts: Sequence[str], options: ToneTTSOptions) -> list[TTSOutput]:
+    def _generate(self, bundle: RuntimeBundle[Any], texts: Sequence[str], options: ToneTTSOptions) -> list[TTSOutput]:
+        runtime = bundle.module
         import torch
 
         n = self.config.samples_per_char
@@ -97,14 +101,17 @@ class ToneASROptions(Config):
     language: str = "en"
 
 
-class ToneASR(PreTrainedASRModel[ToneASRConfig, ToneASROptions]):
+class ToneASR(PreTrainedASRModel[ToneASRConfig, ToneASROptions, RuntimeBundle[Any]]):
     config_class: ClassVar[type[ModelConfig]] = ToneASRConfig
     options_class: ClassVar[type[Config]] = ToneASROptions
 
-    def _load_runtime(self, checkpoint: Path | None, *, device: str, dtype: Any, training: bool) -> Any:
-        return _load_table(checkpoint)
+    def _load_runtime(self, checkpoint: Path | None, *, device: Any, dtype: Any, training: bool) -> RuntimeBundle[Any]:
+        return RuntimeBundle(module=_load_table(checkpoint))
 
-    def _transcribe(self, runtime: Any, waveforms: Sequence[Waveform], options: ToneASROptions) -> list[ASROutput]:
+    def _transcribe(
+        self, bundle: RuntimeBundle[Any], waveforms: Sequence[Waveform], options: ToneASROptions
+    ) -> list[ASROutput]:
+        runtime = bundle.module
         import torch
 
         n = self.config.samples_per_char
@@ -141,13 +148,13 @@ class SpectrumSVOptions(Config):
     threshold: float = 0.99
 
 
-class SpectrumSV(PreTrainedSVModel[SpectrumSVConfig, SpectrumSVOptions]):
+class SpectrumSV(PreTrainedSVModel[SpectrumSVConfig, SpectrumSVOptions, Any]):
     """Embedding = mean log power of 16 fixed band-pass filters (a Conv1d, 25 ms window, 10 ms hop)."""
 
     config_class: ClassVar[type[ModelConfig]] = SpectrumSVConfig
     options_class: ClassVar[type[Config]] = SpectrumSVOptions
 
-    def _load_runtime(self, checkpoint: Path | None, *, device: str, dtype: Any, training: bool) -> Any:
+    def _load_encoder(self, checkpoint: Path | None, *, device: Any, dtype: Any, training: bool) -> Any:
         import torch
 
         if checkpoint is None:
@@ -156,7 +163,10 @@ class SpectrumSV(PreTrainedSVModel[SpectrumSVConfig, SpectrumSVOptions]):
         bank.load_state_dict(torch.load(checkpoint, weights_only=True), strict=True)
         return bank
 
-    def _embed(self, runtime: Any, waveforms: Sequence[Waveform], options: SpectrumSVOptions) -> list[SpeakerOutput]:
+    def _embed(
+        self, bundle: SpeakerRuntime[Any], waveforms: Sequence[Waveform], options: SpectrumSVOptions
+    ) -> list[SpeakerOutput]:
+        runtime = bundle.module
         import torch
 
         outputs = []

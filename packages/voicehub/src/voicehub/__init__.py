@@ -9,6 +9,7 @@ from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
+from voicehub.audio_input import PreTrainedAudioModel
 from voicehub.auto import (
     AutoConfig,
     AutoModel,
@@ -34,19 +35,17 @@ from voicehub.core import (
     Waveform,
     load_audio,
 )
+from voicehub.core.runtime import RuntimeBundle, RuntimeHost, RuntimeState
 from voicehub.core.version import distribution_version
 from voicehub.errors import UnknownInferenceOptionError
-from voicehub.modeling import (
-    PreTrainedASRModel,
-    PreTrainedAudioModel,
-    PreTrainedSpeechModel,
-    PreTrainedSVModel,
-    PreTrainedTTSModel,
-    PreTrainedVADModel,
-)
+from voicehub.modeling import PreTrainedSpeechModel
 from voicehub.models import install_builtin_catalogs, load_builtin_models
 from voicehub.pipelines import Pipeline, pipeline
 from voicehub.registry import MODEL_CATALOG, ModelConfig, ModelRegistry, ModelSpec
+from voicehub.speaker_verification import PreTrainedSVModel
+from voicehub.speech_recognition import PreTrainedASRModel
+from voicehub.text_to_speech import PreTrainedTTSModel
+from voicehub.voice_activity import PreTrainedVADModel
 
 install_builtin_catalogs()
 
@@ -73,6 +72,9 @@ __all__ = [
     "PreTrainedSpeechModel",
     "PreTrainedTTSModel",
     "PreTrainedVADModel",
+    "RuntimeBundle",
+    "RuntimeHost",
+    "RuntimeState",
     "SpeakerOutput",
     "SpeechSegment",
     "SpeechTask",

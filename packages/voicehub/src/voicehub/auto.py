@@ -16,11 +16,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from voicehub.core import strict_json
-from voicehub.core.config import CONFIG_FILE_NAME
-from voicehub.core.device import normalize_device, normalize_dtype
+from voicehub.core.device import DeviceLike, DTypeLike, normalize_device, normalize_dtype
 from voicehub.core.errors import (
     ConfigError,
     RegistryError,
@@ -28,14 +27,20 @@ from voicehub.core.errors import (
     UnknownConfigKeyError,
     UnknownModelError,
 )
+from voicehub.core.files import CONFIG_FILE_NAME
+from voicehub.core.strict_json import JSONValue
 from voicehub.core.tasks import SpeechTask
 from voicehub.errors import NoModelForTaskError
-from voicehub.modeling import PreTrainedSpeechModel
+from voicehub.modeling import AnySpeechModel, PreTrainedSpeechModel, SourceLike
 from voicehub.models import install_builtin_catalogs
 from voicehub.registry import MODEL_CATALOG, ModelConfig, ModelRegistry, ModelSpec
 from voicehub.registry.checkpoints import CheckpointSource, HubSource, LocalSource, parse_source
+from voicehub.speaker_verification import PreTrainedSVModel
+from voicehub.speech_recognition import PreTrainedASRModel
+from voicehub.text_to_speech import PreTrainedTTSModel
+from voicehub.voice_activity import PreTrainedVADModel
 
-SourceLike = str | os.PathLike[str] | CheckpointSource
+WrapperT = TypeVar("WrapperT", bound=AnySpeechModel)
 
 FACTORY_NAMES: Mapping[SpeechTask, str] = {
     SpeechTask.TEXT_TO_SPEECH: "AutoModelForTextToSpeech",
@@ -83,7 +88,7 @@ def get_default_model_spec(task: SpeechTask | str) -> ModelSpec:
     return _catalog(None).get_default(task)
 
 
-def _read_config_document(source: SourceLike) -> tuple[dict[str, Any], str]:
+def _read_config_document(source: SourceLike) -> tuple[dict[str, JSONValue], str]:
     """Read ``config.json`` from a directory, a JSON file or a hub repository."""
     parsed = parse_source(source)
     if isinstance(parsed, HubSource):
@@ -111,8 +116,11 @@ def _read_config_document(source: SourceLike) -> tuple[dict[str, Any], str]:
     return document, where
 
 
-def _local_config_file(source: SourceLike | None) -> Path | None:
-    """The ``config.json`` of a local directory source, when there is one (no network)."""
+def local_config_file(source: SourceLike | None) -> Path | None:
+    """The ``config.json`` of a local directory source (or a local ``.json`` file), when there is one.
+
+    Reads nothing and needs no network: a hub or distribution source gives ``None``.
+    """
     if source is None:
         return None
     parsed = parse_source(source)
@@ -131,7 +139,7 @@ class AutoConfig:
         raise TypeError("AutoConfig is a factory; use AutoConfig.for_model() or AutoConfig.from_pretrained()")
 
     @classmethod
-    def for_model(cls, model_type: str, /, **fields: Any) -> ModelConfig:
+    def for_model(cls, model_type: str, /, **fields: object) -> ModelConfig:
         """Return the config of ``model_type`` with ``fields`` set (the rest default).
 
         Imports only the config module, never the wrapper or torch.
@@ -163,25 +171,31 @@ class AutoConfig:
             CheckpointNotFoundError: when the source does not exist.
         """
         document, where = _read_config_document(source)
-        declared = document.pop("model_type", None)
-        if declared is not None and not isinstance(declared, str):
-            raise ConfigError(f"{where}: model_type must be a string, got {declared!r}")
-        if declared is None and model_type is None:
-            raise ConfigError(f"{where} has no 'model_type'; pass model_type= (one of {list(MODEL_CATALOG.names())})")
-        if (
-            declared is not None
-            and model_type is not None
-            and get_model_spec(declared).model_type != get_model_spec(model_type).model_type
-        ):
-            raise ConfigError(f"{where} declares model_type {declared!r} but model_type={model_type!r} was passed")
-        spec = get_model_spec(declared if declared is not None else str(model_type))
-        config_class = _config_class(spec)
-        try:
-            config: ModelConfig = config_class.from_dict(document)
-        except ConfigError as err:
-            err.args = (f"{where}: {err.args[0]}", *err.args[1:])  # keep the subclass (UnknownConfigKeyError)
-            raise
-        return config
+        return _config_from_document(document, where, model_type)
+
+
+def _config_from_document(document: Mapping[str, JSONValue], where: str, model_type: str | None) -> ModelConfig:
+    """Build the registered config class from a read ``config.json`` (see :meth:`AutoConfig.from_pretrained`)."""
+    document = dict(document)
+    declared = document.pop("model_type", None)
+    if declared is not None and not isinstance(declared, str):
+        raise ConfigError(f"{where}: model_type must be a string, got {declared!r}")
+    if declared is None and model_type is None:
+        raise ConfigError(f"{where} has no 'model_type'; pass model_type= (one of {list(MODEL_CATALOG.names())})")
+    if (
+        declared is not None
+        and model_type is not None
+        and get_model_spec(declared).model_type != get_model_spec(model_type).model_type
+    ):
+        raise ConfigError(f"{where} declares model_type {declared!r} but model_type={model_type!r} was passed")
+    spec = get_model_spec(declared if declared is not None else str(model_type))
+    config_class = _config_class(spec)
+    try:
+        config: ModelConfig = config_class.from_dict(document)
+    except ConfigError as err:
+        err.args = (f"{where}: {err.args[0]}", *err.args[1:])  # keep the subclass (UnknownConfigKeyError)
+        raise
+    return config
 
 
 def _config_class(spec: ModelSpec) -> type[ModelConfig]:
@@ -230,7 +244,7 @@ class _BaseAutoModel:
     def register(
         cls,
         config_class: type[ModelConfig],
-        wrapper_class: type[PreTrainedSpeechModel[Any, Any]],
+        wrapper_class: type[AnySpeechModel],
         *,
         default_model_path: str | os.PathLike[str] | CheckpointSource | None = None,
         aliases: Iterable[str] = (),
@@ -335,7 +349,23 @@ class _BaseAutoModel:
             TaskMismatchError: for a model of another task, naming the right factory.
             UnknownModelError: for an unregistered model type, listing the valid ones.
         """
-        catalog = _catalog(registry)
+        saved = None
+        if config is None and model_type is None:
+            config_file = local_config_file(source)
+            saved = _read_config_document(config_file) if config_file is not None else None
+        return cls._resolve(source, model_type=model_type, config=config, catalog=_catalog(registry), saved=saved)
+
+    @classmethod
+    def _resolve(
+        cls,
+        source: SourceLike | None,
+        *,
+        model_type: str | None,
+        config: ModelConfig | None,
+        catalog: ModelRegistry,
+        saved: tuple[dict[str, JSONValue], str] | None,
+    ) -> ModelSpec:
+        """:meth:`resolve_spec` with the local ``config.json`` already read (``saved``: document and path)."""
         if config is not None:
             if not isinstance(config, ModelConfig):
                 raise ConfigError(f"config must be a ModelConfig, got {type(config).__name__}")
@@ -346,65 +376,51 @@ class _BaseAutoModel:
                 )
         elif model_type is not None:
             spec = cls._get_spec(catalog, model_type)
+        elif saved is not None:
+            document, where = saved
+            declared = document.get("model_type")
+            if not isinstance(declared, str):
+                raise ConfigError(f"{where} has no 'model_type'; pass model_type= (one of {list(catalog.names())})")
+            spec = catalog.get(declared)
+        elif source is None and cls.task is not None:
+            if not catalog.list(cls.task):
+                have = sorted({s.task.short_name for s in catalog.list()})
+                raise NoModelForTaskError(cls.task.value, have)
+            spec = catalog.get_default(cls.task)
         else:
-            config_file = _local_config_file(source)
-            if config_file is not None:
-                document, where = _read_config_document(config_file)
-                declared = document.get("model_type")
-                if not isinstance(declared, str):
-                    raise ConfigError(f"{where} has no 'model_type'; pass model_type= (one of {list(catalog.names())})")
-                spec = catalog.get(declared)
-            elif source is None and cls.task is not None:
-                if not catalog.list(cls.task):
-                    have = sorted({s.task.short_name for s in catalog.list()})
-                    raise NoModelForTaskError(cls.task.value, have)
-                spec = catalog.get_default(cls.task)
-            else:
-                what = (
-                    f"the model type of {parse_source(source).to_string()!r}" if source is not None else "which model"
-                )
-                valid = [s.model_type for s in catalog.list(cls.task)]
-                raise ConfigError(f"cannot tell {what}; pass model_type= (one of {valid})")
+            what = f"the model type of {parse_source(source).to_string()!r}" if source is not None else "which model"
+            valid = [s.model_type for s in catalog.list(cls.task)]
+            raise ConfigError(f"cannot tell {what}; pass model_type= (one of {valid})")
         cls._check_task(spec)
         return spec
 
     @classmethod
-    def from_pretrained(
+    def _create(
         cls,
-        source: SourceLike | None = None,
+        source: SourceLike | None,
         *,
-        model_type: str | None = None,
-        device: str = "auto",
-        dtype: Any = "auto",
-        lazy_load: bool = True,
-        config: ModelConfig | None = None,
-    ) -> Any:
-        """Create the wrapper of a registered model; weights load on first use unless ``lazy_load=False``.
+        model_type: str | None,
+        device: DeviceLike,
+        dtype: DTypeLike,
+        lazy_load: bool,
+        config: ModelConfig | None,
+    ) -> AnySpeechModel:
+        """The shared body of the factories' ``from_pretrained`` (see :meth:`AutoModel.from_pretrained`).
 
-        Args:
-            source: a checkpoint source: a local file or directory (a directory written by
-                ``save_pretrained`` also carries the config), ``"hf:owner/name"`` or
-                ``"owner/name"``, or ``"dist:<distribution>/<path>"``. ``None`` uses the model's
-                registered default source.
-            model_type: the registered model type or alias.
-            device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
-            dtype: ``"auto"``, ``"float32"``, ``"bfloat16"``, ``"float16"`` or a torch dtype.
-            lazy_load: defer loading to the first inference call.
-            config: a model config (its ``model_type`` selects the model).
-
-        Returns:
-            The task wrapper (a :class:`~voicehub.modeling.PreTrainedSpeechModel` subclass).
-
-        Raises:
-            TaskMismatchError: for a model of another task, before its module is imported.
-            UnknownModelError: for an unknown ``model_type``, listing the valid ones.
-            ConfigError: when the model type cannot be determined or disagrees with ``config``.
-            DeviceError: for a malformed device or dtype, before anything is imported.
-            TypeError: for any keyword this signature does not define.
+        ``device`` and ``dtype`` are turned into typed values here, once, before any model module
+        is imported; a local ``config.json`` is read once.
         """
-        normalize_device(device)  # malformed requests fail before any model module is imported
-        normalize_dtype(dtype)
-        spec = cls.resolve_spec(source, model_type=model_type, config=config)
+        requested_device = normalize_device(device)  # malformed requests fail before any model module is imported
+        requested_dtype = normalize_dtype(dtype)
+        config_file = local_config_file(source) if config is None else None
+        saved = _read_config_document(config_file) if config_file is not None else None
+        spec = cls._resolve(
+            source,
+            model_type=model_type,
+            config=config,
+            catalog=_catalog(None),
+            saved=saved if model_type is None else None,
+        )
         wrapper_class = spec.load_wrapper_class()
         if not (isinstance(wrapper_class, type) and issubclass(wrapper_class, PreTrainedSpeechModel)):
             raise RegistryError(
@@ -416,16 +432,17 @@ class _BaseAutoModel:
                 f"{wrapper_class.__name__} serves {wrapper_class.task.value!r}; fix the registration"
             )
         if config is None:
-            config_file = _local_config_file(source)
-            declares_model = config_file is not None and "model_type" in _read_config_document(config_file)[0]
-            if config_file is not None and (declares_model or model_type is None):
-                config = AutoConfig.from_pretrained(config_file, model_type=model_type)
+            if saved is not None and ("model_type" in saved[0] or model_type is None):
+                config = _config_from_document(*saved, model_type)
             else:
                 # no config file, or a foreign one (e.g. a Hyperion checkpoint directory's
                 # config.json) next to an explicit model_type: the model's default config
                 config = _config_class(spec)()
         chosen = source if source is not None else spec.default_source
-        return wrapper_class.from_pretrained(chosen, config=config, device=device, dtype=dtype, lazy_load=lazy_load)
+        model: AnySpeechModel = wrapper_class.from_pretrained(
+            chosen, config=config, device=requested_device, dtype=requested_dtype, lazy_load=lazy_load
+        )
+        return model
 
 
 class AutoModel(_BaseAutoModel):
@@ -436,32 +453,130 @@ class AutoModel(_BaseAutoModel):
 
     task: ClassVar[SpeechTask | None] = None
 
+    @classmethod
+    def from_pretrained(
+        cls,
+        source: SourceLike | None = None,
+        *,
+        model_type: str | None = None,
+        device: DeviceLike = "auto",
+        dtype: DTypeLike = "auto",
+        lazy_load: bool = True,
+        config: ModelConfig | None = None,
+    ) -> AnySpeechModel:
+        """Create the wrapper of a registered model; weights load on first use unless ``lazy_load=False``.
 
-class AutoModelForTextToSpeech(_BaseAutoModel):
+        Args:
+            source: a checkpoint source: a local file or directory (a directory written by
+                ``save_pretrained`` also carries the config), ``"hf:owner/name"`` or
+                ``"owner/name"``, or ``"dist:<distribution>/<path>"``. ``None`` uses the model's
+                registered default source.
+            model_type: the registered model type or alias.
+            device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"`` or a :class:`~voicehub.core.Device`.
+            dtype: ``"auto"``, ``"float32"``, ``"bfloat16"``, ``"float16"``, a :class:`~voicehub.core.DType`
+                or a torch dtype.
+            lazy_load: defer loading to the first inference call.
+            config: a model config (its ``model_type`` selects the model).
+
+        Returns:
+            The task wrapper (a :class:`~voicehub.modeling.PreTrainedSpeechModel` subclass); the
+            task factories return their task's base class.
+
+        Raises:
+            TaskMismatchError: for a model of another task, before its module is imported.
+            UnknownModelError: for an unknown ``model_type``, listing the valid ones.
+            ConfigError: when the model type cannot be determined or disagrees with ``config``.
+            DeviceError: for a malformed device or dtype, before anything is imported.
+            TypeError: for any keyword this signature does not define.
+        """
+        return cls._create(
+            source, model_type=model_type, device=device, dtype=dtype, lazy_load=lazy_load, config=config
+        )
+
+
+class _TaskAutoModel(_BaseAutoModel, Generic[WrapperT]):
+    """A factory of one task; :meth:`from_pretrained` returns that task's wrapper base class."""
+
+    @classmethod
+    def wrapper_base(cls) -> type[WrapperT]:
+        """The task base class every wrapper this factory loads derives from."""
+        raise NotImplementedError(f"{cls.__name__} must implement wrapper_base()")
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        source: SourceLike | None = None,
+        *,
+        model_type: str | None = None,
+        device: DeviceLike = "auto",
+        dtype: DTypeLike = "auto",
+        lazy_load: bool = True,
+        config: ModelConfig | None = None,
+    ) -> WrapperT:
+        """Create the wrapper of a registered model of this factory's task (see :meth:`AutoModel.from_pretrained`).
+
+        Raises:
+            TaskMismatchError: for a model of another task, before its module is imported.
+            UnknownModelError, ConfigError, DeviceError, TypeError: as :meth:`AutoModel.from_pretrained`.
+            RegistryError: for a registered wrapper that does not derive from the task's base class.
+        """
+        model = cls._create(
+            source, model_type=model_type, device=device, dtype=dtype, lazy_load=lazy_load, config=config
+        )
+        base = cls.wrapper_base()
+        if not isinstance(model, base):
+            raise RegistryError(
+                f"{type(model).__name__} serves {model.task.value!r} but does not derive from {base.__name__}; "
+                f"derive the wrapper from {base.__name__}"
+            )
+        return model
+
+
+class AutoModelForTextToSpeech(_TaskAutoModel[PreTrainedTTSModel[Any, Any, Any]]):
     """Loads text-to-speech models; refuses models of other tasks before importing them."""
 
     task: ClassVar[SpeechTask | None] = SpeechTask.TEXT_TO_SPEECH
 
+    @classmethod
+    def wrapper_base(cls) -> type[PreTrainedTTSModel[Any, Any, Any]]:
+        """:class:`~voicehub.text_to_speech.PreTrainedTTSModel`."""
+        return PreTrainedTTSModel
 
-class AutoModelForSpeechRecognition(_BaseAutoModel):
+
+class AutoModelForSpeechRecognition(_TaskAutoModel[PreTrainedASRModel[Any, Any, Any]]):
     """Loads speech-recognition models; refuses models of other tasks before importing them."""
 
     task: ClassVar[SpeechTask | None] = SpeechTask.AUTOMATIC_SPEECH_RECOGNITION
 
+    @classmethod
+    def wrapper_base(cls) -> type[PreTrainedASRModel[Any, Any, Any]]:
+        """:class:`~voicehub.speech_recognition.PreTrainedASRModel`."""
+        return PreTrainedASRModel
 
-class AutoModelForVoiceActivityDetection(_BaseAutoModel):
+
+class AutoModelForVoiceActivityDetection(_TaskAutoModel[PreTrainedVADModel[Any, Any, Any]]):
     """Loads voice-activity-detection models; refuses models of other tasks before importing them."""
 
     task: ClassVar[SpeechTask | None] = SpeechTask.VOICE_ACTIVITY_DETECTION
 
+    @classmethod
+    def wrapper_base(cls) -> type[PreTrainedVADModel[Any, Any, Any]]:
+        """:class:`~voicehub.voice_activity.PreTrainedVADModel`."""
+        return PreTrainedVADModel
 
-class AutoModelForSpeakerVerification(_BaseAutoModel):
+
+class AutoModelForSpeakerVerification(_TaskAutoModel[PreTrainedSVModel[Any, Any, Any]]):
     """Loads speaker-verification models; refuses models of other tasks before importing them."""
 
     task: ClassVar[SpeechTask | None] = SpeechTask.SPEAKER_VERIFICATION
 
+    @classmethod
+    def wrapper_base(cls) -> type[PreTrainedSVModel[Any, Any, Any]]:
+        """:class:`~voicehub.speaker_verification.PreTrainedSVModel`."""
+        return PreTrainedSVModel
 
-TASK_FACTORIES: Mapping[SpeechTask, type[_BaseAutoModel]] = {
+
+TASK_FACTORIES: Mapping[SpeechTask, type[_TaskAutoModel[Any]]] = {
     SpeechTask.TEXT_TO_SPEECH: AutoModelForTextToSpeech,
     SpeechTask.AUTOMATIC_SPEECH_RECOGNITION: AutoModelForSpeechRecognition,
     SpeechTask.VOICE_ACTIVITY_DETECTION: AutoModelForVoiceActivityDetection,

@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from voicehub.auto import FACTORY_NAMES, TASK_FACTORIES
+from voicehub.core.device import DeviceLike, DTypeLike
 from voicehub.core.errors import ConfigError, TaskMismatchError
 from voicehub.core.tasks import SpeechTask
-from voicehub.modeling import PreTrainedSpeechModel
+from voicehub.modeling import AnySpeechModel, PreTrainedSpeechModel
 from voicehub.registry import ModelConfig
 from voicehub.registry.checkpoints import CheckpointSource
 
@@ -35,7 +36,7 @@ class Pipeline:
         model: the wrapper.
     """
 
-    def __init__(self, task: SpeechTask, model: PreTrainedSpeechModel[Any, Any]) -> None:
+    def __init__(self, task: SpeechTask, model: AnySpeechModel) -> None:
         """Bind ``model`` to ``task``.
 
         Raises:
@@ -64,11 +65,11 @@ class Pipeline:
 
 def pipeline(
     task: SpeechTask | str,
-    model: str | os.PathLike[str] | CheckpointSource | PreTrainedSpeechModel[Any, Any] | None = None,
+    model: str | os.PathLike[str] | CheckpointSource | AnySpeechModel | None = None,
     *,
     model_type: str | None = None,
-    device: str = "auto",
-    dtype: Any = "auto",
+    device: DeviceLike = "auto",
+    dtype: DTypeLike = "auto",
     config: ModelConfig | None = None,
     lazy_load: bool = True,
 ) -> Pipeline:

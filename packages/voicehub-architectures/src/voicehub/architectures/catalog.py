@@ -7,7 +7,7 @@ Declarative only: listing an entry here imports nothing; the registry resolves e
 from __future__ import annotations
 
 BUILTIN_ARCHITECTURES: tuple[str, ...] = (
-    "voicehub.architectures.silero_vad.registration:ARCHITECTURE",
+    "voicehub.architectures.silero.registration:ARCHITECTURE",
     "voicehub.architectures.ge2e.registration:ARCHITECTURE",
     "voicehub.architectures.xvector.registration:ARCHITECTURE",
 )

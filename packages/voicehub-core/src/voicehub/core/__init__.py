@@ -9,15 +9,18 @@ from voicehub.core import strict_json
 from voicehub.core.audio import (
     AudioLike,
     Waveform,
+    check_sample_rate,
     decode_audio_file,
+    is_raw_pcm,
     load_audio,
     load_audio_batch,
+    load_raw_pcm,
     pcm_to_float,
     resample,
     save_audio,
 )
-from voicehub.core.config import CONFIG_FILE_NAME, Config, Migration
-from voicehub.core.device import normalize_device, normalize_dtype, resolve_device, resolve_dtype
+from voicehub.core.config import Config, Migration
+from voicehub.core.device import Device, DType, normalize_device, normalize_dtype, resolve_device, resolve_dtype
 from voicehub.core.errors import (
     AudioDecodeError,
     AudioError,
@@ -38,10 +41,13 @@ from voicehub.core.errors import (
     VoiceHubError,
 )
 from voicehub.core.files import (
+    CONFIG_FILE_NAME,
+    WEIGHTS_FILE_NAME,
     atomic_write,
     check_output_directory,
     check_output_file,
     write_bytes_atomic,
+    write_directory,
     write_text_atomic,
 )
 from voicehub.core.lazy import import_optional, parse_reference, resolve_reference
@@ -57,13 +63,15 @@ from voicehub.core.outputs import (
     check_output,
     check_outputs,
 )
-from voicehub.core.tasks import RuntimeState, SpeechTask
+from voicehub.core.runtime import RuntimeBundle, RuntimeHost, RuntimeState
+from voicehub.core.tasks import SpeechTask
 from voicehub.core.version import distribution_version
 
 __version__ = distribution_version("voicehub-core")
 
 __all__ = [
     "CONFIG_FILE_NAME",
+    "WEIGHTS_FILE_NAME",
     "ASROutput",
     "ASRSegment",
     "ASRWord",
@@ -73,6 +81,8 @@ __all__ = [
     "CheckpointError",
     "Config",
     "ConfigError",
+    "DType",
+    "Device",
     "DeviceError",
     "InferenceOptionError",
     "LifecycleError",
@@ -81,6 +91,8 @@ __all__ = [
     "OutputPathError",
     "OutputValidationError",
     "RegistryError",
+    "RuntimeBundle",
+    "RuntimeHost",
     "RuntimeState",
     "SampleRateError",
     "SpeakerOutput",
@@ -100,10 +112,13 @@ __all__ = [
     "check_output_directory",
     "check_output_file",
     "check_outputs",
+    "check_sample_rate",
     "decode_audio_file",
     "import_optional",
+    "is_raw_pcm",
     "load_audio",
     "load_audio_batch",
+    "load_raw_pcm",
     "normalize_device",
     "normalize_dtype",
     "parse_reference",
@@ -115,5 +130,6 @@ __all__ = [
     "save_audio",
     "strict_json",
     "write_bytes_atomic",
+    "write_directory",
     "write_text_atomic",
 ]

@@ -21,9 +21,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
-from collections.abc import Sequence
+from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -69,7 +69,7 @@ class Waveform:
                 f"Waveform.samples must be (num_samples,), got shape {self.samples.shape}",
                 source=self.source,
             )
-        _check_sample_rate(self.sample_rate, self.source)
+        check_sample_rate(self.sample_rate, source=self.source)
 
     @property
     def num_samples(self) -> int:
@@ -92,14 +92,63 @@ class Waveform:
         )
 
 
-AudioLike = str | os.PathLike[str] | Waveform | np.ndarray | tuple[Any, int] | Any
-"""What the inference methods accept for one input (see the module docstring)."""
+class TensorLike(Protocol):
+    """A tensor (``torch.Tensor`` or alike), read through ``.detach().cpu().numpy()`` without importing torch."""
+
+    def detach(self) -> Any:
+        """The tensor without autograd history."""
+        ...
+
+    def cpu(self) -> Any:
+        """The tensor on the CPU."""
+        ...
+
+    def numpy(self) -> Any:
+        """The tensor as a NumPy array."""
+        ...
 
 
-def _check_sample_rate(sample_rate: object, source: str) -> int:
+ArrayLike = npt.NDArray[Any] | TensorLike
+"""Samples: a NumPy array or a tensor, (num_samples,) or (num_channels, num_samples)."""
+
+AudioLike = str | os.PathLike[str] | Waveform | ArrayLike | tuple[ArrayLike, int]
+"""What the inference methods accept for one input (see the module docstring); a ``list`` of these is a batch."""
+
+
+def check_sample_rate(
+    sample_rate: object,
+    *,
+    source: str = "audio",
+    supported: Collection[int] = (),
+    runs: str = "the model",
+    why: str | None = None,
+    fix: str = "resample the audio first (voicehub.core.resample)",
+) -> int:
+    """Validate a sample rate in Hz, and (when ``supported`` is given) that it is one of those rates.
+
+    The one sample-rate check of VoiceHub: waveforms, file decoding, streams, wrappers that
+    refuse to resample and graphs with per-rate branches all call it.
+
+    Args:
+        sample_rate: the rate to check.
+        source: what the rate belongs to, first in the message (a file name, ``"stream"``).
+        supported: the accepted rates in Hz, preferred first; empty accepts any audio rate.
+        runs: who runs at ``supported`` in the message (``"SileroVADModel"``).
+        why: why the rate is refused rather than resampled (``"resampling is off"``), if it is worth saying.
+        fix: the last sentence of the message, saying how to get a supported rate.
+
+    Returns:
+        The rate as an ``int``.
+
+    Raises:
+        SampleRateError: for a non-integer or non-positive rate, one outside
+            ``MIN_SAMPLE_RATE..MAX_SAMPLE_RATE`` (a likely kHz/Hz mix-up), or one not in
+            ``supported``; ``expected`` and ``actual`` carry the two rates.
+    """
     if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, np.integer)) or sample_rate <= 0:
         raise SampleRateError(
             f"{source}: sample_rate must be a positive integer in Hz, got {sample_rate!r}",
+            expected=tuple(supported),
             actual=None,
             source=source,
         )
@@ -108,6 +157,14 @@ def _check_sample_rate(sample_rate: object, source: str) -> int:
         hint = "; did you give kHz instead of Hz?" if rate < MIN_SAMPLE_RATE else ""
         raise SampleRateError(
             f"{source}: sample_rate={rate} Hz is outside the audio range {MIN_SAMPLE_RATE}..{MAX_SAMPLE_RATE} Hz{hint}",
+            expected=tuple(supported),
+            actual=rate,
+            source=source,
+        )
+    if supported and rate not in supported:
+        raise SampleRateError(
+            f"{source}: {runs} runs at {list(supported)} Hz, got {rate} Hz{f' and {why}' if why else ''}; {fix}",
+            expected=tuple(supported),
             actual=rate,
             source=source,
         )
@@ -128,8 +185,8 @@ def resample(samples: npt.NDArray[Any], orig_sample_rate: int, target_sample_rat
     Raises:
         SampleRateError: if either rate is not a positive integer.
     """
-    orig = _check_sample_rate(orig_sample_rate, "resample")
-    target = _check_sample_rate(target_sample_rate, "resample")
+    orig = check_sample_rate(orig_sample_rate, source="resample")
+    target = check_sample_rate(target_sample_rate, source="resample")
     data = np.asarray(samples, dtype=np.float32)
     if orig == target:
         return data
@@ -308,6 +365,46 @@ def decode_audio_file(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
     return np.ascontiguousarray(data.T), sample_rate
 
 
+RAW_PCM_SUFFIXES = (".raw", ".pcm")
+"""Suffixes of headerless PCM files, which carry no sample rate: :func:`load_raw_pcm` reads them."""
+
+
+def is_raw_pcm(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names a headerless PCM file (by its suffix, see :data:`RAW_PCM_SUFFIXES`)."""
+    return Path(path).suffix.lower() in RAW_PCM_SUFFIXES
+
+
+def load_raw_pcm(path: str | os.PathLike[str], *, sample_rate: int) -> Waveform:
+    """Read a headerless file of 16-bit little-endian mono PCM (``s16le``) as a :class:`Waveform`.
+
+    Args:
+        path: the file (``.raw``/``.pcm`` by convention; the suffix is not checked).
+        sample_rate: its rate in Hz (a headerless file does not record one).
+
+    Returns:
+        Mono float32 samples in [-1, 1) (int16 / 32768), named by ``path``.
+
+    Raises:
+        AudioDecodeError: for a file that cannot be read or holds an odd number of bytes.
+        SampleRateError: for an invalid ``sample_rate``.
+        AudioError: for an empty file.
+    """
+    source = os.fspath(path)
+    rate = check_sample_rate(sample_rate, source=source)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise AudioDecodeError(f"{source}: cannot read ({err.strerror or err})", source=source) from err
+    if len(data) % 2:
+        raise AudioDecodeError(
+            f"{source}: {len(data)} bytes is not a whole number of 16-bit samples; expected s16le mono PCM",
+            source=source,
+        )
+    samples = pcm_to_float(np.frombuffer(data, dtype="<i2"), source=source)
+    samples = _validate_samples(np.ascontiguousarray(samples, dtype=np.float32), source)
+    return Waveform(samples=samples, sample_rate=rate, source=source)
+
+
 def load_audio(
     audio: AudioLike,
     *,
@@ -334,7 +431,7 @@ def load_audio(
     if isinstance(audio, (str, os.PathLike)):
         source = os.fspath(audio)
         data, file_rate = decode_audio_file(audio)
-        if sample_rate is not None and _check_sample_rate(sample_rate, source) != file_rate:
+        if sample_rate is not None and check_sample_rate(sample_rate, source=source) != file_rate:
             raise SampleRateError(
                 f"{source}: sample_rate={sample_rate} Hz conflicts with the file's {file_rate} Hz; "
                 f"omit sample_rate for files: a file's own rate is used (and resampled where a model needs it)",
@@ -373,17 +470,17 @@ def load_audio(
                 f"(e.g. sample_rate=16000) or a (array, sample_rate) tuple",
                 source=source,
             )
-        rate = _check_sample_rate(sample_rate, source)
+        rate = check_sample_rate(sample_rate, source=source)
         samples = _downmix(pcm_to_float(np.squeeze(array) if array.ndim > 2 else array, source=source), source)
     samples = _validate_samples(np.ascontiguousarray(samples, dtype=np.float32), source)
     waveform = Waveform(samples=samples, sample_rate=rate, source=source)
     if target_sample_rate is not None:
-        waveform = waveform.with_sample_rate(_check_sample_rate(target_sample_rate, source))
+        waveform = waveform.with_sample_rate(check_sample_rate(target_sample_rate, source=source))
     return waveform
 
 
 def load_audio_batch(
-    audio: AudioLike | Sequence[AudioLike],
+    audio: AudioLike | list[AudioLike],
     *,
     sample_rate: int | None = None,
     target_sample_rate: int | None = None,
@@ -450,7 +547,7 @@ def save_audio(
     target = Path(path)
     data = np.asarray(samples, dtype=np.float32)
     _validate_samples(data.reshape(-1), str(target))
-    rate = _check_sample_rate(sample_rate, str(target))
+    rate = check_sample_rate(sample_rate, source=str(target))
     frames = data if data.ndim == 1 else data.T
     audio_format = target.suffix.lstrip(".").upper()
     if audio_format not in soundfile.available_formats():
@@ -473,12 +570,18 @@ __all__ = [
     "MAX_FLOAT_PEAK",
     "MAX_SAMPLE_RATE",
     "MIN_SAMPLE_RATE",
+    "RAW_PCM_SUFFIXES",
+    "ArrayLike",
     "AudioLike",
     "FloatArray",
+    "TensorLike",
     "Waveform",
+    "check_sample_rate",
     "decode_audio_file",
+    "is_raw_pcm",
     "load_audio",
     "load_audio_batch",
+    "load_raw_pcm",
     "pcm_to_float",
     "resample",
     "save_audio",

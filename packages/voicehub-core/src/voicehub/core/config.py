@@ -33,10 +33,7 @@ import numpy as np
 
 from voicehub.core import strict_json
 from voicehub.core.errors import ConfigError, UnknownConfigKeyError
-from voicehub.core.files import write_text_atomic
-
-CONFIG_FILE_NAME = "config.json"
-"""File name that ``save_pretrained``/``from_pretrained`` use inside a directory."""
+from voicehub.core.files import CONFIG_FILE_NAME, write_text_atomic
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 """Upgrades a serialized config from schema version ``v`` to ``v + 1`` (tags excluded)."""

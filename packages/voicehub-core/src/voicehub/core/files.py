@@ -14,6 +14,9 @@ this module:
   fails, so a failure leaves nothing new behind.
 * Files get the mode a plain ``open()`` would give (``0o666 & ~umask``, or the mode of the file
   they replace) and directories ``0o777 & ~umask``, not the ``0o600`` of :mod:`tempfile`.
+* A directory of several files (a saved model, a checkpoint, a scoring back-end) is written by
+  :func:`write_directory` as one transaction: into a staging directory beside it, then moved into
+  place, merged with what is there or replacing it as a whole.
 
 Failures are :class:`~voicehub.core.errors.OutputPathError` naming the destination.
 """
@@ -21,12 +24,26 @@ Failures are :class:`~voicehub.core.errors.OutputPathError` naming the destinati
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 from voicehub.core.errors import OutputPathError
+
+CONFIG_FILE_NAME = "config.json"
+"""File holding a config (strict JSON) inside a saved directory; written last, so a directory that
+has one is complete."""
+
+WEIGHTS_FILE_NAME = "model.safetensors"
+"""File holding a model's state dict inside a saved directory (safetensors format)."""
+
+SAVED_ENTRIES_FILE_NAME = ".voicehub-saved.json"
+"""Hidden file in which :func:`write_directory` (with ``record=True``) lists the entries it wrote, so
+that the next write into the same directory removes the ones it no longer writes."""
 
 
 def _umask() -> int:
@@ -253,7 +270,145 @@ def normalize_modes(root: Path) -> None:
                 os.chmod(item, file_mode)
 
 
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _recorded_entries(directory: Path) -> list[str]:
+    """The entry names an earlier ``write_directory(..., record=True)`` listed (none if unreadable)."""
+    try:
+        listed = json.loads((directory / SAVED_ENTRIES_FILE_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(listed, list):
+        return []
+    return [name for name in listed if isinstance(name, str) and "/" not in name and name not in ("", ".", "..")]
+
+
+def _merge_into(staging: Path, target: Path, *, record: bool) -> None:
+    """Move the entries of ``staging`` into the existing directory ``target`` (``config.json`` last)."""
+    written = sorted(item.name for item in staging.iterdir() if item.name != SAVED_ENTRIES_FILE_NAME)
+    stale = sorted(set(_recorded_entries(target)) - set(written)) if record else []
+    order = sorted(staging.iterdir(), key=lambda item: (item.name == CONFIG_FILE_NAME, item.name))
+    for item in order:
+        destination = target / item.name
+        if destination.is_dir() and not destination.is_symlink():
+            retired = Path(tempfile.mkdtemp(prefix=f".{item.name}.voicehub-old-", dir=target))
+            os.replace(destination, retired / item.name)
+            os.replace(item, destination)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.replace(item, destination)
+    for name in stale:
+        _remove(target / name)
+
+
+def _swap_in(staging: Path, target: Path) -> None:
+    """Make ``staging`` the directory ``target``: rename the old one aside, rename ``staging`` in,
+    remove the old one; if renaming ``staging`` in fails, the old directory is put back."""
+    retired = target.with_name(f".{target.name}.voicehub-old-{uuid.uuid4().hex}")
+    os.rename(target, retired)
+    try:
+        os.rename(staging, target)
+    except BaseException:
+        os.rename(retired, target)
+        raise
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def write_directory(
+    path: str | os.PathLike[str],
+    write: Callable[[Path], object],
+    *,
+    what: str = "output directory",
+    replace: bool = False,
+    replaceable: Collection[str] | None = None,
+    record: bool = False,
+) -> Path:
+    """Write a directory of files as one transaction: staged beside ``path``, then moved into place.
+
+    ``write(staging)`` fills a new, empty staging directory created next to ``path`` (on the same
+    file system, so the moves below are renames). Then, when ``path`` does not exist, the staging
+    directory is renamed to it; otherwise:
+
+    * ``replace=False`` (merge): each written entry replaces the entry of the same name in ``path``
+      (a directory entry as a whole); ``config.json`` is moved last, so a reader that finds it finds
+      the files it describes. Other entries of ``path`` are kept, except, with ``record=True``,
+      those an earlier recorded write listed and this one does not write (a detached part must
+      not come back).
+    * ``replace=True``: the staging directory replaces ``path`` as a whole (the old directory is
+      renamed aside, the new one renamed in, the old one removed; a failed rename puts the old
+      one back): ``path`` holds either the old content or the complete new one, never a mix. A
+      symbolic link to a directory is kept and the directory it points to is replaced.
+
+    Missing parents are created (and removed again on failure); the staging directory is always
+    removed; files and directories get ordinary modes (:func:`normalize_modes`). A failure leaves
+    ``path`` as it was.
+
+    Args:
+        path: the destination directory.
+        write: called with the staging directory; it writes the complete content there.
+        what: how messages name the destination (``"PLDA back-end directory"``).
+        replace: replace the whole directory instead of merging into it.
+        replaceable: with ``replace``, the only entry names an existing directory may hold (its
+            other entries would be deleted, so they make the write fail first); ``None`` allows any.
+        record: list the written entries in ``.voicehub-saved.json`` (merge only), so the next
+            recorded write removes what it no longer writes.
+
+    Returns:
+        The destination (``~`` expanded; a symbolic link resolved when ``replace``).
+
+    Raises:
+        OutputPathError: naming ``path`` when it is a file, lies under a file, holds entries other
+            than ``replaceable``, or cannot be written (checked before ``write`` runs), or when a
+            move fails; nothing is changed.
+        Other errors raised by ``write`` propagate unchanged, with the same clean-up.
+    """
+    target = check_output_directory(path, what=what)
+    if replace and target.is_symlink():
+        target = target.resolve()
+    if replace and replaceable is not None and target.is_dir():
+        foreign = sorted(item.name for item in target.iterdir() if item.name not in replaceable)
+        if foreign:
+            raise OutputPathError(
+                f"{what} {target}: holds {', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''}, which "
+                f"writing would delete (the directory is replaced as a whole); write into a new directory, or "
+                f"one holding only {', '.join(sorted(replaceable))}",
+                path=target,
+            )
+    with created_parents(target.parent, what=what, destination=target):
+        try:
+            staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.voicehub-staging-", dir=target.parent))
+        except OSError as err:
+            raise OutputPathError(f"{what} {target}: cannot write ({err.strerror or err})", path=target) from err
+        try:
+            write(staging)
+            if record and not replace:
+                names = sorted(item.name for item in staging.iterdir())
+                (staging / SAVED_ENTRIES_FILE_NAME).write_text(json.dumps(names) + "\n", encoding="utf-8")
+            normalize_modes(staging)
+            if not target.exists():
+                os.rename(staging, target)
+            elif replace:
+                _swap_in(staging, target)
+            else:
+                _merge_into(staging, target, record=record)
+        except OutputPathError:
+            raise
+        except OSError as err:
+            raise OutputPathError(f"{what} {target}: cannot write ({err.strerror or err})", path=target) from err
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
 __all__ = [
+    "CONFIG_FILE_NAME",
+    "SAVED_ENTRIES_FILE_NAME",
+    "WEIGHTS_FILE_NAME",
     "atomic_write",
     "check_output_directory",
     "check_output_file",
@@ -262,5 +417,6 @@ __all__ = [
     "default_file_mode",
     "normalize_modes",
     "write_bytes_atomic",
+    "write_directory",
     "write_text_atomic",
 ]

@@ -39,12 +39,17 @@ def import_optional(module: str, *, purpose: str, install_hint: str | None = Non
 def parse_reference(reference: str) -> tuple[str, str]:
     """Split ``"package.module:attribute.path"`` into its module and attribute parts.
 
+    The one validator of the lazy ``"module:attribute"`` references every VoiceHub registry
+    stores (model specs, catalogs, optimization passes, Hyperion classes): a dotted module name
+    (non-empty parts without spaces), a colon, and a dotted attribute path of Python identifiers.
+
     Raises:
         ValueError: if the reference is not in ``module:attribute`` form.
     """
-    module, sep, attribute = reference.partition(":")
-    if not sep or not module or not attribute or " " in reference:
-        raise ValueError(f"expected a 'module:attribute' reference, got {reference!r}")
+    module, sep, attribute = reference.partition(":") if isinstance(reference, str) else ("", "", "")
+    module_ok = all(part and not any(ch.isspace() for ch in part) for part in module.split("."))
+    if not sep or not module_ok or not all(part.isidentifier() for part in attribute.split(".")):
+        raise ValueError(f"expected a 'module:attribute' reference (attribute: dotted Python names), got {reference!r}")
     return module, attribute
 
 

@@ -1,4 +1,4 @@
-"""Speech tasks and runtime lifecycle states."""
+"""The speech tasks VoiceHub serves (the lifecycle states are in :mod:`voicehub.core.runtime`)."""
 
 from __future__ import annotations
 
@@ -51,17 +51,4 @@ _ALIASES: dict[str, SpeechTask] = {
 }
 
 
-class RuntimeState(enum.StrEnum):
-    """Lifecycle of a model wrapper's runtime.
-
-    ``created`` (no weights in memory) -> ``inference`` (loaded, eval mode, no autograd) ->
-    ``training`` (loaded for fine-tuning). Moving between ``inference`` and ``training``
-    requires restoring any reversible optimization plan first.
-    """
-
-    CREATED = "created"
-    INFERENCE = "inference"
-    TRAINING = "training"
-
-
-__all__ = ["RuntimeState", "SpeechTask"]
+__all__ = ["SpeechTask"]

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from voicehub.core.lazy import import_optional
 from voicehub.hyperion.errors import HyperionInputError
-from voicehub.hyperion.np.model import atomic_write
+from voicehub.hyperion.np.files import atomic_write
 
 FloatVector = NDArray[np.float64]
 

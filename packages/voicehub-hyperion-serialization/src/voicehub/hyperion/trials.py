@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from voicehub.hyperion.errors import HyperionFileError, HyperionInputError
-from voicehub.hyperion.np.model import atomic_write, open_hdf5
+from voicehub.hyperion.np.files import atomic_write, open_hdf5
 
 PathLike = str | os.PathLike[str]
 _H5_SUFFIXES = (".h5", ".hdf5")

@@ -7,14 +7,14 @@ and :meth:`OptimizationCapabilities.incompatibilities` compares the two in reada
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from voicehub.core.device import normalize_device, normalize_dtype
-from voicehub.core.errors import DeviceError
+from voicehub.core.errors import DeviceError, LifecycleError
+from voicehub.core.runtime import RuntimeState
 from voicehub.core.strict_json import JSONValue
 from voicehub.optimization.errors import OptimizationConfigurationError
 
@@ -29,36 +29,37 @@ _OTHER_FLOATING_DTYPE = re.compile(r"b?float[0-9]+(_[a-z0-9]+)*")
 may declare them, so every pass that declares dtypes refuses such a runtime before any change."""
 
 
-class OptimizationMode(enum.StrEnum):
-    """What the optimized runtime is for: serving requests or being trained."""
+OptimizationMode = RuntimeState
+"""What an optimized runtime is for: the lifecycle state it is loaded in (``INFERENCE`` or ``TRAINING``).
 
-    INFERENCE = "inference"
-    TRAINING = "training"
-
-    @classmethod
-    def parse(cls, value: str | OptimizationMode) -> OptimizationMode:
-        """Accept a mode or its name (``"inference"``, ``"training"``).
-
-        Raises:
-            OptimizationConfigurationError: for any other value, listing the valid ones.
-        """
-        if isinstance(value, OptimizationMode):
-            return value
-        try:
-            return cls(str(value).strip().lower())
-        except ValueError:
-            raise OptimizationConfigurationError(
-                f"unknown optimization mode {value!r}; expected one of {[m.value for m in cls]}"
-            ) from None
+The same enum as :class:`voicehub.core.RuntimeState`, under the name the optimization API uses; a
+plan never applies to ``CREATED`` (:func:`parse_mode` refuses it)."""
 
 
-def _modes(values: Iterable[str | OptimizationMode], where: str) -> tuple[OptimizationMode, ...]:
-    if isinstance(values, (str, OptimizationMode)):
+def parse_mode(value: str | RuntimeState) -> RuntimeState:
+    """Accept ``RuntimeState.INFERENCE`` / ``TRAINING`` or their names (``"inference"``, ``"training"``).
+
+    Raises:
+        OptimizationConfigurationError: for ``created`` or any other value, listing the valid ones.
+    """
+    try:
+        mode = RuntimeState.parse(value)
+    except LifecycleError:
+        mode = None
+    if mode is None or not mode.is_loaded:
+        raise OptimizationConfigurationError(
+            f"unknown optimization mode {value!r}; expected one of {[m.value for m in RuntimeState.loaded()]}"
+        )
+    return mode
+
+
+def _modes(values: Iterable[str | RuntimeState], where: str) -> tuple[RuntimeState, ...]:
+    if isinstance(values, str):
         raise OptimizationConfigurationError(f"{where}: expected a tuple of modes, got the single value {values!r}")
-    out = tuple(OptimizationMode.parse(v) for v in values)
+    out = tuple(parse_mode(v) for v in values)
     if not out:
         raise OptimizationConfigurationError(f"{where}: at least one mode is required (inference and/or training)")
-    return tuple(sorted(set(out), key=list(OptimizationMode).index))
+    return tuple(sorted(set(out), key=RuntimeState.loaded().index))
 
 
 def _names(values: Iterable[str], known: tuple[str, ...], where: str) -> tuple[str, ...]:
@@ -286,7 +287,7 @@ class OptimizationContext:
     architecture_passes: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mode", OptimizationMode.parse(self.mode))
+        object.__setattr__(self, "mode", parse_mode(self.mode))
         try:
             if self.device is not None:
                 device = normalize_device(self.device)
@@ -381,7 +382,7 @@ def _context_dtype(value: object) -> str:
     if text == "double":
         return "float64"
     try:
-        return normalize_dtype(text)
+        return normalize_dtype(text).value
     except DeviceError:
         if _OTHER_FLOATING_DTYPE.fullmatch(text):
             return text
@@ -389,10 +390,10 @@ def _context_dtype(value: object) -> str:
 
 
 def _dtype_names(values: Any) -> tuple[str, ...]:
-    names = []
+    names: list[str] = []
     for value in _string_tuple([str(v) for v in ((values,) if isinstance(values, str) else values)], "dtypes"):
         try:
-            names.append(normalize_dtype(value))
+            names.append(normalize_dtype(value).value)
         except DeviceError:
             names.append(value)
     return tuple(sorted(set(names)))
@@ -406,4 +407,5 @@ __all__ = [
     "OptimizationContext",
     "OptimizationMode",
     "device_type",
+    "parse_mode",
 ]

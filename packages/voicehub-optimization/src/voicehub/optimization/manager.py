@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 from voicehub.core import strict_json
 from voicehub.core.errors import StrictJSONError, VoiceHubError
-from voicehub.optimization.capabilities import KNOWN_DTYPES, OptimizationContext, OptimizationMode
+from voicehub.optimization.capabilities import KNOWN_DTYPES, OptimizationContext, OptimizationMode, parse_mode
 from voicehub.optimization.errors import (
     DEFAULT_RECOVERY,
     OptimizationApplicationError,
@@ -43,6 +43,7 @@ from voicehub.optimization.errors import (
     OptimizationConfigurationError,
     OptimizationValidationError,
 )
+from voicehub.optimization.execution import refuse_tainted_calls
 from voicehub.optimization.passes import (
     FORBIDDEN_OUTCOMES,
     AppliedPass,
@@ -96,7 +97,7 @@ def infer_context(runtime: object, mode: OptimizationMode | str = OptimizationMo
         runtime: the object the plan will be applied to.
         mode: the optimization mode.
     """
-    mode = OptimizationMode.parse(mode)
+    mode = parse_mode(mode)
     torch: Any = sys.modules.get("torch")
     if torch is None or not isinstance(runtime, torch.nn.Module):
         return OptimizationContext(mode=mode, device=None, dtype=None)
@@ -280,8 +281,6 @@ class OptimizationPassManager:
                     instance.pass_id, err, rollback_errors, result=tainted, recovery=recovery
                 )
                 if tainted is not None:
-                    from voicehub.optimization.builtin._runtime import refuse_tainted_calls
-
                     for runtime in {id(model): model, id(last): last}.values():
                         refuse_tainted_calls(runtime, f"the runtime is TAINTED and must not be used: {error}")
                 raise error from err
@@ -433,7 +432,7 @@ def apply_optimization_plan(
     """
     if context is None:
         context = infer_context(model, OptimizationMode.INFERENCE if mode is None else mode)
-    elif mode is not None and context.mode is not OptimizationMode.parse(mode):
+    elif mode is not None and context.mode is not parse_mode(mode):
         raise OptimizationConfigurationError(
             f"mode={mode!r} disagrees with context.mode={context.mode.value!r}; pass one of them"
         )

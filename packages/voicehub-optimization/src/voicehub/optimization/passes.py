@@ -27,6 +27,7 @@ from voicehub.optimization.errors import (
     OptimizationConfigurationError,
     OptimizationRestoreError,
 )
+from voicehub.optimization.execution import refuse_tainted_calls
 
 OUTCOME_CONFIGURED: Final = "configured"
 """The pass changed the runtime as configured."""
@@ -542,8 +543,6 @@ class OptimizationResult:
                     f"restoring the optimization plan failed: {err}. The runtime is TAINTED (partly restored); further "
                     f"plans are refused. To recover, {self._recovery}"
                 )
-                from voicehub.optimization.builtin._runtime import refuse_tainted_calls
-
                 for runtime in {id(self._model): self._model, id(model): model}.values():
                     refuse_tainted_calls(runtime, f"the runtime is TAINTED and must not be used: {message}")
                 raise OptimizationRestoreError(message) from err

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Final, TypeVar, overload
 
 from voicehub.core.errors import RegistryError, UnknownModelError, VoiceHubError
-from voicehub.core.lazy import resolve_reference
+from voicehub.core.lazy import parse_reference, resolve_reference
 from voicehub.optimization.errors import OptimizationConfigurationError
 from voicehub.optimization.passes import OptimizationPass
 
@@ -77,11 +77,10 @@ class OptimizationPassRegistry:
         """
         key = _normalize_name(name)
         if isinstance(factory, str):
-            module, sep, attribute = factory.partition(":")
-            if not sep or not module or not attribute:
-                raise OptimizationConfigurationError(
-                    f"optimization pass {name!r}: factory reference {factory!r} is not 'module:attribute'"
-                )
+            try:
+                parse_reference(factory)
+            except ValueError as err:
+                raise OptimizationConfigurationError(f"optimization pass {name!r}: factory {err}") from err
         elif not callable(factory):
             raise OptimizationConfigurationError(
                 f"optimization pass {name!r}: factory must be a pass class, a function returning a pass, or a "

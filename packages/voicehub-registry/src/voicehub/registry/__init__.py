@@ -8,7 +8,7 @@ and the ``voicehub`` meta-package queues the built-in catalogs (before the plug-
 
 from __future__ import annotations
 
-from voicehub.registry.architecture_registry import ROLES, ArchitectureRegistry, ArchitectureSpec
+from voicehub.registry.architecture_registry import ArchitectureRegistry, ArchitectureSpec
 from voicehub.registry.checkpoints import (
     CheckpointSource,
     DistributionSource,
@@ -49,7 +49,6 @@ __all__ = [
     "GENERIC_MODEL_TYPES",
     "MODEL_CATALOG",
     "MODEL_ENTRY_POINT_GROUP",
-    "ROLES",
     "ArchitectureRegistry",
     "ArchitectureSpec",
     "CheckpointNotFoundError",

@@ -1,38 +1,25 @@
-"""Native architecture metadata: lazy references plus verified support facts.
+"""Native architecture metadata: the support facts tests have verified.
 
-An :class:`ArchitectureSpec` describes an owned PyTorch graph without importing it: the
-``"module:attr"`` references of its builder, config, processor, decoder, objective and
-checkpoint adapter, and the devices, dtypes, tasks, features and optimization-pass kinds that
-tests have verified. References are parsed when the spec is made (so a typo fails at once)
-and imported only by :meth:`ArchitectureSpec.resolve`.
+An :class:`ArchitectureSpec` records, for one owned PyTorch graph, the devices, dtypes, tasks,
+features, optimization-pass kinds and sample rates that tests have verified, and where the
+reference implementation comes from. The library reads these facts: loading refuses or avoids an
+unverified device or dtype, and the optimization host declines or refuses passes by them. The
+graph, its config and its checkpoint adapters are imported by the integration that uses them
+(``voicehub/models/<model_type>/wrapper.py``), not through this record.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
-from types import MappingProxyType
+from collections.abc import Iterable
 from typing import Any
 
-from voicehub.core.device import normalize_device, normalize_dtype
-from voicehub.core.errors import DeviceError, UnknownModelError, VoiceHubError
-from voicehub.core.lazy import parse_reference, resolve_reference
+from voicehub.core.device import DeviceLike, DTypeLike, normalize_device, normalize_dtype
+from voicehub.core.errors import DeviceError, UnknownModelError
+from voicehub.core.lazy import resolve_reference
 from voicehub.core.tasks import SpeechTask
 from voicehub.registry._base import _NamedRegistry, normalize_name, normalize_names
 from voicehub.registry.errors import PluginError, SpecError, UnsupportedByArchitectureError
-
-ROLES = ("model_builder", "config", "processor", "decoder", "objective", "checkpoint_adapter")
-"""The named reference slots of an architecture, in display order."""
-
-
-def _ref(value: object, field: str, architecture_id: str) -> str:
-    if not isinstance(value, str):
-        raise SpecError(f"architecture {architecture_id!r}: {field} must be a 'module:attr' string", field=field)
-    try:
-        parse_reference(value)
-    except ValueError as err:
-        raise SpecError(f"architecture {architecture_id!r}: {field}: {err}", field=field) from err
-    return value
 
 
 def _tags(values: object, field: str) -> tuple[str, ...]:
@@ -44,15 +31,8 @@ class ArchitectureSpec:
     """Declaration of one native architecture family.
 
     Attributes:
-        architecture_id: the registry key, lower case (``"silero-vad"``).
-        model_builder: ``"module:attr"`` of the callable that builds the graph from a config.
+        architecture_id: the registry key, lower case: the family's folder name (``"silero"``).
         version: the graph's version string (bump when the state-dict layout changes).
-        config: reference to the architecture config class, if any.
-        processor: reference to the feature processor, if any.
-        decoder: reference to the decoder (search, vocoder...), if any.
-        objective: reference to the training objective, if any.
-        checkpoint_adapter: reference to the upstream-checkpoint adapter, if any.
-        components: further named references (``{"tokenizer": "pkg.mod:Tokenizer"}``).
         tasks: speech tasks the graph serves.
         devices: devices verified by tests (``"cpu"``, ``"cuda"``, ``"mps"``).
         dtypes: dtypes verified by tests (``"float32"``, ``"bfloat16"``, ``"float16"``).
@@ -65,14 +45,7 @@ class ArchitectureSpec:
     """
 
     architecture_id: str
-    model_builder: str
     version: str = "1"
-    config: str | None = None
-    processor: str | None = None
-    decoder: str | None = None
-    objective: str | None = None
-    checkpoint_adapter: str | None = None
-    components: Mapping[str, str] = dataclasses.field(default_factory=dict)
     tasks: tuple[SpeechTask, ...] = ()
     devices: tuple[str, ...] = ("cpu",)
     dtypes: tuple[str, ...] = ("float32",)
@@ -87,22 +60,6 @@ class ArchitectureSpec:
         set_ = object.__setattr__
         key = normalize_name(self.architecture_id, what="architecture_id")
         set_(self, "architecture_id", key)
-        set_(self, "model_builder", _ref(self.model_builder, "model_builder", key))
-        for role in ROLES[1:]:
-            value = getattr(self, role)
-            if value is not None:
-                set_(self, role, _ref(value, role, key))
-        if not isinstance(self.components, Mapping):
-            raise SpecError(f"architecture {key!r}: components must be a mapping name -> reference", field="components")
-        components = {}
-        for name, reference in self.components.items():
-            component = normalize_name(name, what="component name")
-            if component in ROLES:
-                raise SpecError(
-                    f"architecture {key!r}: component {name!r} shadows the {component} slot", field="components"
-                )
-            components[component] = _ref(reference, f"components[{name!r}]", key)
-        set_(self, "components", MappingProxyType(components))
         if isinstance(self.tasks, (str, SpeechTask)):
             raise SpecError(f"architecture {key!r}: tasks must be a tuple", field="tasks")
         try:
@@ -110,12 +67,12 @@ class ArchitectureSpec:
             set_(
                 self,
                 "devices",
-                tuple(dict.fromkeys(normalize_device(d) for d in _tags(self.devices, "devices"))),
+                tuple(dict.fromkeys(str(normalize_device(d)) for d in _tags(self.devices, "devices"))),
             )
             set_(
                 self,
                 "dtypes",
-                tuple(dict.fromkeys(normalize_dtype(d) for d in _tags(self.dtypes, "dtypes"))),
+                tuple(dict.fromkeys(normalize_dtype(d).value for d in _tags(self.dtypes, "dtypes"))),
             )
         except (UnknownModelError, DeviceError) as err:
             raise SpecError(f"architecture {key!r}: {err}", field="tasks/devices/dtypes") from err
@@ -142,47 +99,11 @@ class ArchitectureSpec:
         """The registry key (same as ``architecture_id``)."""
         return self.architecture_id
 
-    def references(self) -> dict[str, str]:
-        """Every declared reference, by role or component name (nothing is imported)."""
-        refs = {role: getattr(self, role) for role in ROLES if getattr(self, role) is not None}
-        refs.update(self.components)
-        return refs
-
-    def resolve(self, role: str, *, expected_type: type | None = None) -> Any:
-        """Import and return the object behind one reference.
-
-        Args:
-            role: one of :data:`ROLES` or a component name.
-            expected_type: when given, the resolved object must be this class or a subclass
-                of it (for classes) or an instance of it (for other objects).
-
-        Raises:
-            UnknownModelError: if the architecture declares no such reference, listing those it has.
-            PluginError: if the import fails or the object has the wrong type.
-        """
-        refs = self.references()
-        reference = refs.get(role)
-        if reference is None:
-            raise UnknownModelError(role, refs, kind=f"reference of architecture {self.architecture_id!r}")
-        try:
-            value = resolve_reference(reference)
-        except VoiceHubError as err:
-            raise PluginError(f"architecture {self.architecture_id!r}: {role}: {err}", reference=reference) from err
-        if expected_type is not None:
-            ok = issubclass(value, expected_type) if isinstance(value, type) else isinstance(value, expected_type)
-            if not ok:
-                raise PluginError(
-                    f"architecture {self.architecture_id!r}: {role} {reference!r} is {value!r}, "
-                    f"expected {expected_type.__name__}",
-                    reference=reference,
-                )
-        return value
-
     def supports(
         self,
         *,
-        device: str | None = None,
-        dtype: Any = None,
+        device: DeviceLike | None = None,
+        dtype: DTypeLike | None = None,
         task: SpeechTask | str | None = None,
         feature: str | None = None,
         optimization_pass: str | None = None,
@@ -197,25 +118,24 @@ class ArchitectureSpec:
     def require(
         self,
         *,
-        device: str | None = None,
-        dtype: Any = None,
+        device: DeviceLike | None = None,
+        dtype: DTypeLike | None = None,
         task: SpeechTask | str | None = None,
         feature: str | None = None,
         optimization_pass: str | None = None,
     ) -> None:
         """Raise unless every given fact is verified for this architecture.
 
-        A device index is ignored (``"cuda:1"`` is covered by ``"cuda"``); dtypes accept the
-        same aliases as :func:`voicehub.core.normalize_dtype`, and ``torch.dtype`` objects.
+        A device index is ignored (``"cuda:1"`` is covered by ``"cuda"``). A typed
+        :class:`~voicehub.core.Device` or :class:`~voicehub.core.DType` is used as it is; a string
+        (or ``torch.dtype``) given by a caller is normalised here, at this public boundary.
 
         Raises:
             UnsupportedByArchitectureError: naming the fact and the verified values.
         """
-        if device is not None:
-            base = normalize_device(device).split(":")[0]
-            if base not in self.devices:
-                raise UnsupportedByArchitectureError(self.architecture_id, "device", str(device), self.devices)
-        if dtype is not None and normalize_dtype(dtype) not in self.dtypes:
+        if device is not None and normalize_device(device).type not in self.devices:
+            raise UnsupportedByArchitectureError(self.architecture_id, "device", str(device), self.devices)
+        if dtype is not None and normalize_dtype(dtype).value not in self.dtypes:
             raise UnsupportedByArchitectureError(self.architecture_id, "dtype", str(dtype), self.dtypes)
         if task is not None and SpeechTask.parse(task) not in self.tasks:
             raise UnsupportedByArchitectureError(self.architecture_id, "task", str(task), [t.value for t in self.tasks])
@@ -231,7 +151,6 @@ class ArchitectureSpec:
         return {
             "architecture_id": self.architecture_id,
             "version": self.version,
-            "references": self.references(),
             "tasks": [t.value for t in self.tasks],
             "devices": list(self.devices),
             "dtypes": list(self.dtypes),
@@ -302,4 +221,4 @@ class ArchitectureRegistry(_NamedRegistry[ArchitectureSpec]):
         return tuple(added)
 
 
-__all__ = ["ROLES", "ArchitectureRegistry", "ArchitectureSpec"]
+__all__ = ["ArchitectureRegistry", "ArchitectureSpec"]

@@ -13,13 +13,14 @@ from voicehub.core.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from voicehub.architectures.ge2e.checkpoint import load_resemblyzer_checkpoint, locate_resemblyzer_weights
-    from voicehub.architectures.ge2e.config import SAMPLE_RATE, GE2EConfig
+    from voicehub.architectures.ge2e.config import SAMPLE_RATE, GE2EConfig, GE2EPreprocessing
     from voicehub.architectures.ge2e.model import GE2ESpeakerEncoder
     from voicehub.architectures.ge2e.processor import preprocess
 
 _LAZY = {
     "SAMPLE_RATE": "config",
     "GE2EConfig": "config",
+    "GE2EPreprocessing": "config",
     "GE2ESpeakerEncoder": "model",
     "load_resemblyzer_checkpoint": "checkpoint",
     "locate_resemblyzer_weights": "checkpoint",
@@ -33,6 +34,7 @@ __all__ = [
     "ARCHITECTURE",
     "SAMPLE_RATE",
     "GE2EConfig",
+    "GE2EPreprocessing",
     "GE2ESpeakerEncoder",
     "load_resemblyzer_checkpoint",
     "locate_resemblyzer_weights",

@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from voicehub.components.filterbank import MelSpectrogramConfig
-from voicehub.core import ConfigError
-from voicehub.hyperion.torch import HyperTorchConfig
+from voicehub.components.mel_scale import MelSpectrogramConfig
+from voicehub.core import Config, ConfigError
+from voicehub.hyperion.torch.config import HyperTorchConfig
 
 SAMPLE_RATE = 16000
 """Input rate of the pretrained encoder, in Hz."""
@@ -26,6 +26,43 @@ def _resemblyzer_frontend() -> MelSpectrogramConfig:
     return MelSpectrogramConfig(
         sample_rate=SAMPLE_RATE, n_fft=400, win_length=400, hop_length=160, num_mel_bins=40, log=False
     )
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class GE2EPreprocessing(Config):
+    """How audio is prepared and cut into partials before the encoder: the part of
+    :class:`GE2EConfig` a user may change without changing the weights.
+
+    Attributes:
+        trim_silence: remove long silences with the WebRTC VAD before embedding (as resemblyzer).
+        target_dbfs: raise quiet input to this RMS level in dBFS (never lowered); ``None`` skips it.
+        partials_per_second: partial utterances (1.6 s each) started per second of audio.
+        min_coverage: keep the last partial when at least this fraction of it is audio.
+    """
+
+    config_type: ClassVar[str] = "ge2e-preprocessing"
+    schema_version: ClassVar[int] = 1
+
+    trim_silence: bool = True
+    target_dbfs: float | None = -30.0
+    partials_per_second: float = 1.3
+    min_coverage: float = 0.75
+
+    def validate(self) -> None:
+        """Check types and ranges.
+
+        Raises:
+            ConfigError: naming the field and the allowed range.
+        """
+        Config.validate(self)
+        if not 0.625 <= self.partials_per_second <= 100.0:
+            raise ConfigError(
+                f"{self.config_type}.partials_per_second must be in [0.625, 100] (partials must cover the audio), "
+                f"got {self.partials_per_second}",
+                key="partials_per_second",
+            )
+        if not 0.0 < self.min_coverage <= 1.0:
+            raise ConfigError(f"{self.config_type}.min_coverage must be in (0, 1], got {self.min_coverage}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,6 +138,19 @@ class GE2EConfig(HyperTorchConfig):
         return self.frontend.sample_rate
 
     @property
+    def preprocessing(self) -> GE2EPreprocessing:
+        """The preprocessing fields of this config, as one record."""
+        return GE2EPreprocessing(**{key: getattr(self, key) for key in GE2EPreprocessing.known_keys()})
+
+    def with_preprocessing(self, preprocessing: GE2EPreprocessing) -> GE2EConfig:
+        """This config with ``preprocessing``'s fields (the saved format keeps them flat, as resemblyzer's hparams).
+
+        Raises:
+            ConfigError: when the result is invalid (e.g. a partial step longer than a partial).
+        """
+        return self.replace(**{key: getattr(preprocessing, key) for key in GE2EPreprocessing.known_keys()})
+
+    @property
     def partial_frame_step(self) -> int:
         """Frames between the starts of consecutive partial utterances (77 with the defaults)."""
         if self.partials_per_second <= 0:
@@ -109,4 +159,4 @@ class GE2EConfig(HyperTorchConfig):
         return round((self.frontend.sample_rate / self.partials_per_second) / self.frontend.hop_length)
 
 
-__all__ = ["SAMPLE_RATE", "GE2EConfig"]
+__all__ = ["SAMPLE_RATE", "GE2EConfig", "GE2EPreprocessing"]

@@ -15,9 +15,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from voicehub.components.filterbank import MelSpectrogramConfig
+from voicehub.components.mel_scale import MelSpectrogramConfig
 from voicehub.core import ConfigError, Migration
-from voicehub.hyperion.torch import HyperTorchConfig
+from voicehub.hyperion.torch.config import HyperTorchConfig
 
 
 def _fbank() -> MelSpectrogramConfig:

@@ -1,4 +1,4 @@
-"""Declaration of the ECAPA-style x-vector architecture (imports no torch; references resolve lazily)."""
+"""Declaration of the ECAPA-style x-vector architecture: its verified facts (imports no torch)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,6 @@ from voicehub.registry.architecture_registry import ArchitectureSpec
 ARCHITECTURE = ArchitectureSpec(
     architecture_id="xvector",
     version="2",
-    model_builder="voicehub.architectures.xvector.model:XVector",
-    config="voicehub.architectures.xvector.config:XVectorConfig",
-    objective="voicehub.architectures.xvector.model:XVector.loss",
     tasks=(SpeechTask.SPEAKER_VERIFICATION,),
     devices=("cpu",),
     dtypes=("float32",),

@@ -12,11 +12,12 @@ as usual.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from voicehub.core.lazy import resolve_reference
+from voicehub.core.lazy import lazy_attributes, parse_reference
 from voicehub.hyperion.np._registry import CATALOG, ENTRY_POINT_GROUP
-from voicehub.hyperion.np.model import CONFIG_DATASET, PICKLE_SUFFIXES, HyperNPModel
+from voicehub.hyperion.np.files import CONFIG_DATASET, PICKLE_SUFFIXES
+from voicehub.hyperion.np.model import HyperNPModel
 
 if TYPE_CHECKING:
     from voicehub.hyperion.np.calibration import BinaryLogisticRegression, GaussCalibration
@@ -25,16 +26,13 @@ if TYPE_CHECKING:
     from voicehub.hyperion.np.score_norm import AdaptSNorm
     from voicehub.hyperion.np.transforms import LDA, PCA, CentWhiten, LNorm, NPTransform, TransformList
 
-_LAZY = {**CATALOG, "NPTransform": "voicehub.hyperion.np.transforms:NPTransform"}
+_LAZY = {
+    name: parse_reference(reference)[0].removeprefix(f"{__name__}.")
+    for name, reference in {**CATALOG, "NPTransform": f"{__name__}.transforms:NPTransform"}.items()
+}
+"""Class name -> submodule of this package (the catalog's references, which name each class by itself)."""
 
-
-def __getattr__(name: str) -> Any:
-    reference = _LAZY.get(name)
-    if reference is None:
-        raise AttributeError(f"module 'voicehub.hyperion.np' has no attribute {name!r}")
-    value = resolve_reference(reference)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

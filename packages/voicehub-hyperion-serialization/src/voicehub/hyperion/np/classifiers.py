@@ -30,8 +30,8 @@ from voicehub.hyperion.np._checks import (
     require,
     single_threaded_blas,
 )
+from voicehub.hyperion.np.linalg import inv_pd
 from voicehub.hyperion.np.model import HyperNPModel
-from voicehub.hyperion.np.plda import inv_pd
 
 
 class LinearGBE(HyperNPModel):

@@ -21,9 +21,8 @@ import contextlib
 import contextvars
 import copy
 import inspect
-import os
 import pickle
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -31,173 +30,33 @@ import h5py
 import numpy as np
 
 from voicehub.core import strict_json
-from voicehub.core.errors import ConfigError, OutputPathError, StrictJSONError, UnknownConfigKeyError, VoiceHubError
-from voicehub.core.files import atomic_write as atomic_output
+from voicehub.core.errors import ConfigError, StrictJSONError, UnknownConfigKeyError, VoiceHubError
 from voicehub.hyperion.errors import (
     HyperionError,
     HyperionFileError,
     NotFittedError,
     UnknownHyperionClassError,
-    UnsafeFormatError,
 )
 from voicehub.hyperion.np import _registry
-
-CONFIG_DATASET = "config"
-"""Name of the HDF5 dataset that holds the JSON configuration."""
-
-PICKLE_SUFFIXES = (".pkl", ".pickle")
-"""File suffixes (case-insensitive) that select the pickle format."""
-
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
-_PICKLE_MAGIC = b"\x80"
+from voicehub.hyperion.np.files import (
+    CONFIG_DATASET,
+    H5_READ_ERRORS,
+    HDF5_SIGNATURE,
+    PICKLE_MAGIC,
+    PathLike,
+    atomic_write,
+    check_output_path,
+    corrupt,
+    is_pickle_path,
+    open_hdf5,
+    parse_config_text,
+    read_config_dataset,
+    reading,
+    refuse_pickle,
+)
 
 DTypeSpec = str | Mapping[str, str] | None
 """A dtype for every parameter (``"float32"``), one per parameter name, or ``None`` (keep own dtype)."""
-
-PathLike = str | os.PathLike[str]
-
-
-def _is_pickle_path(path: Path) -> bool:
-    return path.suffix.lower() in PICKLE_SUFFIXES
-
-
-def _refuse_pickle(path: Path, action: str) -> UnsafeFormatError:
-    return UnsafeFormatError(
-        f"{path}: refusing to {action} a Python pickle; unpickling runs arbitrary code. Pass "
-        "allow_pickle=True only for a trusted, version-controlled file, or use the HDF5 format",
-        path=path,
-    )
-
-
-def resolve_output_path(path: PathLike) -> Path:
-    """Check an output path before anything is written and return the file to write.
-
-    A symbolic link is followed, so the file it points to is replaced and the link is kept.
-
-    Raises:
-        HyperionFileError: for an empty path, a directory, a parent that is a file, or a path
-            that cannot be resolved (a symlink loop).
-    """
-    raw = os.fspath(path)
-    if raw == "":
-        raise HyperionFileError("empty output path; pass a file name such as 'model.h5'", path=raw)
-    try:
-        target = Path(raw).resolve()
-    except (OSError, RuntimeError) as err:
-        raise HyperionFileError(f"{raw}: cannot resolve the output path ({err}); fix the symlink", path=raw) from err
-    if target.is_dir():
-        raise HyperionFileError(f"{raw}: is a directory; pass a file path such as {Path(raw) / 'model.h5'}", path=raw)
-    for parent in target.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise HyperionFileError(
-                    f"{raw}: {parent} is a file, not a directory; choose another output path", path=raw
-                )
-            break
-    return target
-
-
-def atomic_write(path: PathLike, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp)`` on a temporary file next to ``path``, then rename it over ``path``.
-
-    The path is checked first (see :func:`resolve_output_path`); a symlink is written through.
-    A new file gets the default mode (``0o666 & ~umask``), a replaced file keeps its mode. On
-    any error the temporary file is removed and ``path`` is left as it was.
-
-    Returns:
-        The file written (``path`` with symlinks resolved).
-
-    Raises:
-        HyperionFileError: naming ``path`` when it cannot be written (see above; also a
-            directory that cannot be created or written, or a full disk).
-    """
-    target = resolve_output_path(path)
-    raw = os.fspath(path)
-    try:
-        return atomic_output(target, write)
-    except OutputPathError as err:
-        raise HyperionFileError(str(err), path=raw) from err
-
-
-def open_hdf5(path: Path) -> h5py.File:
-    """Open an existing HDF5 file for reading, with errors that name the file.
-
-    Raises:
-        HyperionFileError: if the file is missing, empty, not HDF5, truncated or corrupt.
-        UnsafeFormatError: if the file is a Python pickle.
-    """
-    if not path.is_file():
-        raise HyperionFileError(f"{path}: no such file", path=path)
-    with path.open("rb") as handle:
-        head = handle.read(8)
-    if not head:
-        raise HyperionFileError(f"{path}: the file is empty", path=path)
-    if head[:1] == _PICKLE_MAGIC:
-        raise _refuse_pickle(path, "load")
-    if head != _HDF5_SIGNATURE and not h5py.is_hdf5(path):
-        raise HyperionFileError(f"{path}: not an HDF5 file (no HDF5 signature at the start)", path=path)
-    try:
-        return h5py.File(path, "r")
-    except _H5_READ_ERRORS as err:
-        raise _corrupt(path, "cannot open the HDF5 file", err) from err
-
-
-def read_config_dataset(f: h5py.File, path: Path) -> dict[str, Any]:
-    """Read and parse the ``/config`` JSON dataset of an open Hyperion file.
-
-    Raises:
-        HyperionFileError: if the dataset is missing, unreadable, not strict JSON, or not an
-            object with a string ``class_name``.
-    """
-    try:
-        present = CONFIG_DATASET in f
-        raw = f[CONFIG_DATASET][()] if present else None
-    except _H5_READ_ERRORS as err:
-        raise _corrupt(path, f"cannot read /{CONFIG_DATASET}", err) from err
-    if not present:
-        raise HyperionFileError(f"{path}: no /{CONFIG_DATASET} dataset; not a Hyperion NumPy model file", path=path)
-    return parse_config_text(raw, path)
-
-
-_H5_READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError)
-"""What h5py raises for damaged files: OSError/KeyError for bad objects, RuntimeError for damaged
-link or object headers ("Unable to synchronously check link existence"), ValueError/TypeError for
-impossible shapes or types. Handlers catch VoiceHub errors (some subclass these builtins) first."""
-
-
-def _corrupt(path: Any, what: str, err: BaseException) -> HyperionFileError:
-    """The error for an unreadable part of an HDF5 file: names the file and says what to do."""
-    return HyperionFileError(
-        f"{path}: {what}: the file is corrupt or not a Hyperion file ({type(err).__name__}: {err}); "
-        "expected an HDF5 file written by HyperNPModel.save or hyperion-ml; re-save it from the fitted model "
-        "or restore it from a backup",
-        path=path,
-    )
-
-
-@contextlib.contextmanager
-def _reading(path: Path) -> Iterator[None]:
-    """Turn any h5py/OS error while reading ``path`` into :class:`HyperionFileError` (VoiceHub errors pass)."""
-    try:
-        yield
-    except VoiceHubError:
-        raise
-    except _H5_READ_ERRORS as err:
-        raise _corrupt(path, "cannot read the model", err) from err
-
-
-def parse_config_text(raw: Any, path: Path) -> dict[str, Any]:
-    """Decode a config given as bytes, str or a 0-d/1-element NumPy array of either."""
-    if isinstance(raw, np.ndarray):
-        raw = raw.item() if raw.size == 1 else raw.tobytes()
-    try:
-        text = raw.decode("utf-8") if isinstance(raw, (bytes, np.bytes_)) else str(raw)
-        config = strict_json.loads(text)
-    except (UnicodeDecodeError, StrictJSONError) as err:
-        raise HyperionFileError(f"{path}: the model config is not valid strict JSON: {err}", path=path) from err
-    if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
-        raise HyperionFileError(f"{path}: the model config must be a JSON object with a 'class_name' string", path=path)
-    return config
 
 
 def config_to_json_value(value: Any, where: str = "$") -> Any:
@@ -563,8 +422,8 @@ class HyperNPModel:
             try:
                 present = dataset in f
                 node = f[dataset] if present else None
-            except _H5_READ_ERRORS as err:
-                raise _corrupt(f.filename, f"cannot look up /{dataset}", err) from err
+            except H5_READ_ERRORS as err:
+                raise corrupt(f.filename, f"cannot look up /{dataset}", err) from err
             if node is None:
                 if key in allowed_missing:
                     out[key] = None
@@ -574,8 +433,8 @@ class HyperNPModel:
                 raise HyperionFileError(f"{f.filename}: /{dataset} is a group, expected a dataset", path=f.filename)
             try:
                 arr = np.asarray(node[()])
-            except _H5_READ_ERRORS as err:
-                raise _corrupt(f.filename, f"cannot read /{dataset}", err) from err
+            except H5_READ_ERRORS as err:
+                raise corrupt(f.filename, f"cannot read /{dataset}", err) from err
             if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
                 raise HyperionFileError(
                     f"{f.filename}: /{dataset} contains NaN or infinite values; the file is corrupt or was saved "
@@ -615,10 +474,10 @@ class HyperNPModel:
             raise NotFittedError(
                 f"{type(self).__name__} is not fitted (missing {', '.join(missing)}); fit or load it before save()"
             )
-        resolve_output_path(path)
-        if _is_pickle_path(target):
+        check_output_path(path)
+        if is_pickle_path(target):
             if not allow_pickle:
-                raise _refuse_pickle(target, "write")
+                raise refuse_pickle(target, "write")
             data = pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
 
             def write_pickle(tmp: Path) -> None:
@@ -642,7 +501,7 @@ class HyperNPModel:
     @staticmethod
     def _load_pickle(path: Path, allow_pickle: bool) -> Any:
         if not allow_pickle:
-            raise _refuse_pickle(path, "load")
+            raise refuse_pickle(path, "load")
         try:
             with path.open("rb") as handle:
                 return pickle.load(handle)
@@ -685,8 +544,8 @@ class HyperNPModel:
             raise HyperionFileError(f"{path}: {err}", path=path) from err
         except VoiceHubError:
             raise
-        except _H5_READ_ERRORS as err:
-            raise _corrupt(path, f"cannot load {cls.__name__} parameters", err) from err
+        except H5_READ_ERRORS as err:
+            raise corrupt(path, f"cannot load {cls.__name__} parameters", err) from err
 
     @classmethod
     def load(cls, path: PathLike, *, allow_pickle: bool = False) -> Self:
@@ -698,12 +557,12 @@ class HyperNPModel:
             ConfigError: if the file holds another class or an invalid config.
         """
         file = Path(path)
-        if _is_pickle_path(file):
+        if is_pickle_path(file):
             obj = cls._load_pickle(file, allow_pickle)
             if not isinstance(obj, cls):
                 raise HyperionFileError(f"{file}: holds a {type(obj).__name__}, expected {cls.__name__}", path=file)
             return obj
-        with _reading(file), open_hdf5(file) as f:
+        with reading(file), open_hdf5(file) as f:
             config = read_config_dataset(f, file)
             target = cls
             if config["class_name"] != cls.__name__:
@@ -730,7 +589,7 @@ class HyperNPModel:
             UnsafeFormatError: for a pickle without ``allow_pickle=True``.
         """
         file = Path(path)
-        if _is_pickle_path(file):
+        if is_pickle_path(file):
             obj = cls._load_pickle(file, allow_pickle)
             if not isinstance(obj, HyperNPModel):
                 raise HyperionFileError(f"{file}: holds a {type(obj).__name__}, not a HyperNPModel", path=file)
@@ -738,9 +597,9 @@ class HyperNPModel:
         if file.is_file() and not h5py.is_hdf5(file):
             with file.open("rb") as handle:
                 head = handle.read(1)
-            if head and head != _PICKLE_MAGIC and head != _HDF5_SIGNATURE[:1]:
+            if head and head != PICKLE_MAGIC and head != HDF5_SIGNATURE[:1]:
                 return parse_config_text(file.read_bytes(), file)
-        with _reading(file), open_hdf5(file) as f:
+        with reading(file), open_hdf5(file) as f:
             return read_config_dataset(f, file)
 
     @staticmethod
@@ -768,12 +627,12 @@ class HyperNPModel:
             HyperionFileError, UnsafeFormatError, ConfigError: as for :meth:`load`.
         """
         file = Path(path)
-        if _is_pickle_path(file):
+        if is_pickle_path(file):
             obj = HyperNPModel._load_pickle(file, allow_pickle)
             if not isinstance(obj, HyperNPModel):
                 raise HyperionFileError(f"{file}: holds a {type(obj).__name__}, not a HyperNPModel", path=file)
             return obj
-        with _reading(file), open_hdf5(file) as f:
+        with reading(file), open_hdf5(file) as f:
             config = read_config_dataset(f, file)
             class_name = config["class_name"]
             extra = dict(extra_objs or {})
@@ -799,14 +658,4 @@ class HyperNPModel:
         return f"{type(self).__name__}({fields})"
 
 
-__all__ = [
-    "CONFIG_DATASET",
-    "PICKLE_SUFFIXES",
-    "DTypeSpec",
-    "HyperNPModel",
-    "atomic_write",
-    "config_to_json_value",
-    "open_hdf5",
-    "resolve_class",
-    "resolve_output_path",
-]
+__all__ = ["DTypeSpec", "HyperNPModel", "config_to_json_value", "resolve_class"]

@@ -35,7 +35,7 @@ import h5py
 import numpy as np
 from numpy.typing import NDArray
 from scipy import linalg, sparse
-from scipy.linalg import blas, lapack
+from scipy.linalg import lapack
 
 from voicehub.hyperion.errors import HyperionInputError
 from voicehub.hyperion.np._checks import (
@@ -52,76 +52,13 @@ from voicehub.hyperion.np._checks import (
     require,
     single_threaded_blas,
 )
+from voicehub.hyperion.np.linalg import chol_pd, gram, inv_from_chol, inv_pd, logdet_pd, shrink, solve_pd
 from voicehub.hyperion.np.model import HyperNPModel
 
 NvsMMethod = Literal["book", "vavg", "vavg-lnorm", "savg"]
 """Multi-session scoring: exact LLR ("book"), average embeddings (optionally length-normed), average scores."""
 
 _LOG_2PI = float(np.log(2 * np.pi))
-
-
-def chol_pd(matrix: FloatArray, what: str = "matrix") -> FloatArray:
-    """Upper Cholesky factor ``R`` (``R^T R = A``) of a symmetric positive-definite matrix.
-
-    A jitter of up to 1e-2 x mean(|diag|) is added when the matrix is numerically singular
-    (few training vectors for the dimension).
-
-    Raises:
-        HyperionInputError: if the matrix has NaN/infinite entries or stays indefinite.
-    """
-    if not np.all(np.isfinite(matrix)):
-        raise HyperionInputError(f"PLDA: {what} contains NaN or infinite values")
-    sym = 0.5 * (matrix + matrix.T)
-    upper, info = lapack.dpotrf(sym, lower=0, clean=1)  # the common case, without wrapper checks
-    if info == 0:
-        first: FloatArray = upper
-        return first
-    eye = np.eye(sym.shape[0])
-    scale = max(float(np.mean(np.abs(np.diag(sym)))), np.finfo(np.float64).tiny)
-    for jitter in (1e-10, 1e-8, 1e-6, 1e-4, 1e-2):
-        try:
-            factor: FloatArray = linalg.cholesky(sym + jitter * scale * eye, lower=False, check_finite=False)
-        except linalg.LinAlgError:
-            continue
-        return factor
-    raise HyperionInputError(f"PLDA: {what} is not positive definite (too few or collinear training vectors?)")
-
-
-def inv_pd(matrix: FloatArray, what: str = "matrix") -> FloatArray:
-    """Inverse of a symmetric positive-definite matrix via :func:`chol_pd` (symmetric result)."""
-    factor = chol_pd(matrix, what)
-    inv: FloatArray = linalg.cho_solve((factor, False), np.eye(factor.shape[0]), check_finite=False)
-    return 0.5 * (inv + inv.T)
-
-
-def _inv_from_chol(factor: FloatArray) -> FloatArray:
-    """Symmetric inverse ``A^-1`` from the upper Cholesky factor of ``A`` (LAPACK potri, no identity solve)."""
-    upper, info = lapack.dpotri(factor, lower=0)
-    if info != 0:
-        raise linalg.LinAlgError(f"potri failed (info={info})")
-    out: FloatArray = np.triu(upper) + np.triu(upper, 1).T
-    return out
-
-
-def _solve_pd(matrix: FloatArray, rhs: FloatArray) -> FloatArray:
-    """``matrix^-1 rhs`` for a symmetric positive-definite ``matrix`` (LAPACK posv, upper triangle)."""
-    _, out, info = lapack.dposv(matrix, rhs, lower=0)
-    if info != 0:
-        raise linalg.LinAlgError(f"posv failed (info={info}): matrix not positive definite")
-    result: FloatArray = out
-    return result
-
-
-def gram(x: FloatArray) -> FloatArray:
-    """``x^T x`` (dim, dim) of a float64 (num_rows, dim) matrix with one symmetric BLAS update (syrk)."""
-    upper = blas.dsyrk(1.0, np.asfortranarray(x.T), trans=0, lower=0)
-    out: FloatArray = np.triu(upper) + np.triu(upper, 1).T
-    return out
-
-
-def logdet_pd(matrix: FloatArray, what: str = "matrix") -> float:
-    """log det of a symmetric positive-definite matrix."""
-    return 2.0 * float(np.sum(np.log(np.diag(chol_pd(matrix, what)))))
 
 
 @dataclass(frozen=True, slots=True)
@@ -526,20 +463,11 @@ def _refuse_no_within(owner: str, counts: FloatArray, sums: FloatArray, scatter:
     )
 
 
-def shrink(cov: FloatArray, shrinkage: float) -> FloatArray:
-    """``(1 - a) C + a (tr C / d) I``: shrink a covariance towards its scaled identity (Ledoit & Wolf 2004)."""
-    if shrinkage == 0.0:
-        return cov
-    target = float(np.trace(cov)) / cov.shape[0]
-    out: FloatArray = (1.0 - shrinkage) * cov + shrinkage * target * np.eye(cov.shape[0])
-    return out
-
-
 def _precision(cov: FloatArray, shrinkage: float, fullcov: bool) -> FloatArray:
     cov = shrink(cov, shrinkage)
     if not fullcov:
         return np.diag(1.0 / np.diag(cov))
-    return _inv_from_chol(chol_pd(cov, "within-class covariance"))
+    return inv_from_chol(chol_pd(cov, "within-class covariance"))
 
 
 def _check_square(owner: str, key: str, value: FloatArray | None, dim: int | None) -> None:
@@ -707,12 +635,12 @@ class SPLDA(_PLDABase):
         if self.update_V:
             if self.update_mu:
                 r_tilde = np.block([[ry_q, ry1_q[:, None]], [ry1_q[None, :], np.array([[total]])]])
-                v_tilde = _solve_pd(r_tilde, np.hstack([cy_q, f_tot[:, None]]).T)
+                v_tilde = solve_pd(r_tilde, np.hstack([cy_q, f_tot[:, None]]).T)
                 v_q, mu = v_tilde[:-1], v_tilde[-1]
                 # At the joint ML solution the quadratic terms cancel: W^-1 = (S - Cy V - f mu^T) / N.
                 cov_w = scatter - cy_q @ v_q - np.outer(f_tot, mu)
             else:
-                v_q = _solve_pd(ry_q, cy_q.T - np.outer(ry1_q, mu))
+                v_q = solve_pd(ry_q, cy_q.T - np.outer(ry1_q, mu))
                 # With Ry_q V_q = Cy_q^T - ry1_q mu^T, the general update
                 # S - Ct Vt - Vt^T Ct^T + Vt^T Rt Vt (Vt = [V; mu]) reduces to
                 # S - Cy V - f mu^T - mu f^T + mu (ry1^T V) + N mu mu^T.
@@ -732,7 +660,7 @@ class SPLDA(_PLDABase):
             shrunk = shrink(cov_w / total, self.shrinkage)
             if self.fullcov_W:
                 factor = chol_pd(shrunk, "within-class covariance")
-                self.W = _inv_from_chol(factor)
+                self.W = inv_from_chol(factor)
                 stats.w_logdet[:] = [self.W, -2.0 * float(np.sum(np.log(np.diag(factor))))]
             else:
                 self.W = np.diag(1.0 / np.diag(shrunk))
@@ -865,4 +793,4 @@ class FRPLDA(_PLDABase):
         return float(elbo)
 
 
-__all__ = ["FRPLDA", "SPLDA", "NvsMMethod", "chol_pd", "inv_pd", "logdet_pd"]
+__all__ = ["FRPLDA", "SPLDA", "NvsMMethod"]

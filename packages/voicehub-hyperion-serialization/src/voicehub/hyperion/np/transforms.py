@@ -31,7 +31,8 @@ from voicehub.hyperion.np._checks import (
     require,
     single_threaded_blas,
 )
-from voicehub.hyperion.np.model import CONFIG_DATASET, HyperNPModel, resolve_class
+from voicehub.hyperion.np.files import CONFIG_DATASET
+from voicehub.hyperion.np.model import HyperNPModel, resolve_class
 
 _EIG_FLOOR = 1e-10
 """Eigenvalues below this fraction of the largest are treated as zero (rank-deficient data)."""

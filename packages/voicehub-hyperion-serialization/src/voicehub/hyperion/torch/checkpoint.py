@@ -37,14 +37,8 @@ import torch
 
 from voicehub.core import StrictJSONError, strict_json
 from voicehub.core.errors import OutputPathError
-from voicehub.core.files import atomic_write, check_output_directory, created_parents, write_text_atomic
+from voicehub.core.files import CONFIG_FILE_NAME, WEIGHTS_FILE_NAME, atomic_write, write_directory, write_text_atomic
 from voicehub.hyperion.errors import HyperionFileError, UnsafeFormatError
-
-CONFIG_FILE_NAME = "config.json"
-"""Name of the configuration file inside a directory checkpoint."""
-
-WEIGHTS_FILE_NAME = "model.safetensors"
-"""Name of the weights file inside a directory checkpoint."""
 
 SINGLE_FILE_SUFFIXES = (".pth", ".pt")
 """Suffixes that select the legacy single-file format in ``save``."""
@@ -118,12 +112,13 @@ def save_directory(
     class_path: str,
     package_version: str,
 ) -> Path:
-    """Write ``config.json`` + ``model.safetensors`` into ``path``, each file atomically.
+    """Write ``config.json`` + ``model.safetensors`` into ``path`` as one transaction.
 
-    The weights are written first, so a crash leaves either the old pair or new weights with
-    the old config, never a config that names tensors which are missing. The path is checked
-    before anything is written; a directory (and parents) created here is removed again, with
-    what was written into it, when a write fails.
+    The files are written into a staging directory beside ``path`` and moved in with
+    :func:`voicehub.core.files.write_directory` (merged into an existing directory, whose other
+    files are kept; ``config.json`` is moved last, so a reader never sees a config naming
+    tensors that are not there yet). The path is checked before anything is written; a failure
+    leaves ``path`` as it was and removes the parents it created.
 
     Returns:
         ``path`` (``~`` expanded).
@@ -135,7 +130,6 @@ def save_directory(
     """
     from safetensors.torch import save_file
 
-    what = "checkpoint directory"
     config_text = strict_json.dumps(dict(model_cfg), indent=2) + "\n"
     tensors = {k: v.detach().cpu().contiguous().clone() for k, v in state_dict.items()}
     metadata = {
@@ -144,25 +138,15 @@ def save_directory(
         "class_path": class_path,
         "package_version": package_version,
     }
+
+    def write(staging: Path) -> None:
+        save_file(tensors, str(staging / WEIGHTS_FILE_NAME), metadata=metadata)
+        write_text_atomic(staging / CONFIG_FILE_NAME, config_text, what="config", create_parents=False)
+
     try:
-        target = check_output_directory(path, what=what)
-        with created_parents(target, what=what, destination=target) as made:
-            try:
-                atomic_write(
-                    target / WEIGHTS_FILE_NAME,
-                    lambda tmp: save_file(tensors, str(tmp), metadata=metadata),
-                    what="weights",
-                    create_parents=False,
-                )
-                write_text_atomic(target / CONFIG_FILE_NAME, config_text, what="config", create_parents=False)
-            except BaseException:
-                if target in made:  # a directory created for this save: remove what went into it
-                    for name in (WEIGHTS_FILE_NAME, CONFIG_FILE_NAME):
-                        (target / name).unlink(missing_ok=True)
-                raise
+        return write_directory(path, write, what="checkpoint directory")
     except OutputPathError as err:
         raise HyperionFileError(str(err), path=path) from err
-    return target
 
 
 # --------------------------------------------------------------------------- reading

@@ -25,7 +25,6 @@ What VoiceHub does differently, fixing upstream defects (``hyperion-upstream.md`
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import importlib.metadata
 import os
@@ -36,7 +35,7 @@ from typing import Any, ClassVar, Self
 import torch
 from torch import nn
 
-from voicehub.core import Config, ConfigError, DeviceError, VoiceHubError, resolve_reference
+from voicehub.core import ConfigError, DeviceError, VoiceHubError, resolve_reference
 from voicehub.hyperion.errors import HyperionFileError, HyperionRegistryError, UnknownHyperionClassError
 from voicehub.hyperion.torch.checkpoint import (
     SINGLE_FILE_SUFFIXES,
@@ -45,6 +44,7 @@ from voicehub.hyperion.torch.checkpoint import (
     save_directory,
     save_single_file,
 )
+from voicehub.hyperion.torch.config import HyperTorchConfig
 
 TRAIN_MODES = ("full", "frozen")
 """Training modes every model supports: all parameters train, or none (and BatchNorm stays in eval)."""
@@ -65,34 +65,6 @@ def _package_version() -> str:
         return importlib.metadata.version("voicehub-hyperion-serialization")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class HyperTorchConfig(Config):
-    """Fields every :class:`HyperTorchModel` config has.
-
-    Attributes:
-        bias_weight_decay: weight decay for biases and other 1-D parameters (norm scales);
-            ``None`` puts every parameter in one optimizer group with the optimizer's decay.
-    """
-
-    config_type: ClassVar[str] = "hyper-torch-model"
-
-    bias_weight_decay: float | None = None
-
-    def validate(self) -> None:
-        """Check types, then that ``bias_weight_decay`` is ``None`` or >= 0.
-
-        Raises:
-            ConfigError: naming the field and the value.
-        """
-        Config.validate(self)
-        if self.bias_weight_decay is not None and self.bias_weight_decay < 0:
-            raise ConfigError(
-                f"{self.config_type}.bias_weight_decay must be >= 0 or None, got {self.bias_weight_decay}",
-                config_type=self.config_type,
-                key="bias_weight_decay",
-            )
 
 
 class HyperTorchModel(nn.Module):

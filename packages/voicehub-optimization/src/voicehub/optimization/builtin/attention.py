@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from voicehub.core.strict_json import JSONValue
-from voicehub.optimization.builtin._runtime import not_a_module_reason, torch_module
 from voicehub.optimization.capabilities import OptimizationCapabilities, OptimizationContext, OptimizationMode
 from voicehub.optimization.errors import OptimizationCompatibilityError, OptimizationProtocolError
+from voicehub.optimization.execution import not_a_module_reason, torch_module
 from voicehub.optimization.passes import OptimizationPass, PassResult
 
 SETTER = "set_attention_implementation"

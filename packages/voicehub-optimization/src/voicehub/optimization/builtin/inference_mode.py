@@ -12,14 +12,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from voicehub.core.strict_json import JSONValue
-from voicehub.optimization.builtin._runtime import (
+from voicehub.optimization.capabilities import OptimizationCapabilities, OptimizationContext, OptimizationMode
+from voicehub.optimization.execution import (
     execution_methods,
     not_a_module_reason,
     patch_methods,
     torch_module,
     unpatch_methods,
 )
-from voicehub.optimization.capabilities import OptimizationCapabilities, OptimizationContext, OptimizationMode
 from voicehub.optimization.passes import OptimizationPass, PassResult
 
 

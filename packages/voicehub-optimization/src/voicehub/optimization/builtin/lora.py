@@ -26,9 +26,9 @@ import torch
 from torch import nn
 
 from voicehub.core.strict_json import JSONValue
-from voicehub.optimization.builtin._runtime import not_a_module_reason, torch_module
 from voicehub.optimization.capabilities import OptimizationCapabilities, OptimizationContext, OptimizationMode
 from voicehub.optimization.errors import OptimizationConfigurationError
+from voicehub.optimization.execution import not_a_module_reason, torch_module
 from voicehub.optimization.passes import OptimizationPass, PassResult
 
 

@@ -21,13 +21,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal
 
 from voicehub.core.strict_json import JSONValue
-from voicehub.optimization.builtin._runtime import (
-    execution_methods,
-    not_a_module_reason,
-    patch_methods,
-    torch_module,
-    unpatch_methods,
-)
 from voicehub.optimization.capabilities import (
     OptimizationCapabilities,
     OptimizationContext,
@@ -35,6 +28,13 @@ from voicehub.optimization.capabilities import (
     device_type,
 )
 from voicehub.optimization.errors import OptimizationCompatibilityError, OptimizationConfigurationError
+from voicehub.optimization.execution import (
+    execution_methods,
+    not_a_module_reason,
+    patch_methods,
+    torch_module,
+    unpatch_methods,
+)
 from voicehub.optimization.passes import OptimizationPass, PassResult
 
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")

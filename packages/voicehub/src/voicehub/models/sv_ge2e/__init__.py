@@ -1,7 +1,7 @@
 """The ``sv_ge2e`` integration: the GE2E LSTM speaker encoder (the default speaker verification).
 
 Importing this package is light; the wrapper (``voicehub.models.sv_ge2e.wrapper``) imports torch
-and the back-end (``voicehub.models.sv_ge2e.backend``) imports h5py.
+and the back-end (``voicehub.plda_backend``) imports h5py.
 """
 
 from __future__ import annotations

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar, Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from voicehub.core.config import Config
+from voicehub.architectures.ge2e.config import SAMPLE_RATE, GE2EPreprocessing
+from voicehub.core.config import Migration
 from voicehub.core.errors import ConfigError
 from voicehub.registry.model_config import ModelConfig
-
-SAMPLE_RATE = 16000
-"""Rate (Hz) of the pretrained GE2E encoder; other rates are resampled to it."""
+from voicehub.speaker_verification import SpeakerScoringOptions
 
 DEFAULT_COSINE_THRESHOLD = 0.73
 """Default cosine decision threshold, measured on the repository's audio (``docs/speaker.md``,
@@ -25,29 +25,39 @@ MIN_SPEECH_S = 1.6
 speech does not fill one 1.6 s GE2E partial, which is then zero-padded, and the embedding is less reliable."""
 
 
+def _nest_preprocessing(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 -> 2: the copied preprocessing fields move into ``preprocessing`` (a ``GE2EPreprocessing``)."""
+    nested = {key: cfg.pop(key) for key in GE2EPreprocessing.known_keys() if key in cfg}
+    if nested:
+        cfg["preprocessing"] = nested
+    return cfg
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SVGE2EConfig(ModelConfig):
     """How the ``sv_ge2e`` wrapper prepares audio for the GE2E encoder.
 
+    The encoder's architecture comes from its checkpoint; ``preprocessing`` (the graph config's own
+    :class:`~voicehub.architectures.ge2e.GE2EPreprocessing`) replaces the one stored with it.
+
+    Schema history: version 1 copied the four preprocessing fields (``trim_silence``,
+    ``target_dbfs``, ``partials_per_second``, ``min_coverage``) into this config;
+    version 2 nests them (:func:`_nest_preprocessing` migrates).
+
     Attributes:
         sample_rate: the encoder's rate in Hz (16000); input at other rates is resampled.
-        trim_silence: remove long silences with the WebRTC VAD before embedding (as resemblyzer).
-        target_dbfs: raise quiet input to this RMS level in dBFS; ``None`` disables it.
-        partials_per_second: partial utterances (1.6 s each) started per second of audio.
-        min_coverage: keep the last partial when at least this fraction of it is audio.
+        preprocessing: silence trimming, volume target, partial rate and coverage.
     """
 
     config_type: ClassVar[str] = "sv_ge2e"
-    schema_version: ClassVar[int] = 1
+    schema_version: ClassVar[int] = 2
+    migrations: ClassVar[Mapping[int, Migration]] = {1: _nest_preprocessing}
 
     sample_rate: int = SAMPLE_RATE
-    trim_silence: bool = True
-    target_dbfs: float | None = -30.0
-    partials_per_second: float = 1.3
-    min_coverage: float = 0.75
+    preprocessing: GE2EPreprocessing = field(default_factory=GE2EPreprocessing)
 
     def validate(self) -> None:
-        """Check types and ranges.
+        """Check types and ranges (the preprocessing ranges are checked by its own record).
 
         Raises:
             ConfigError: naming the field and the allowed values.
@@ -59,29 +69,17 @@ class SVGE2EConfig(ModelConfig):
                 config_type=self.config_type,
                 key="sample_rate",
             )
-        if not 0.625 <= self.partials_per_second <= 100.0:
-            raise ConfigError(
-                f"sv_ge2e.partials_per_second must be in [0.625, 100] (partials must cover the audio), "
-                f"got {self.partials_per_second}",
-                config_type=self.config_type,
-                key="partials_per_second",
-            )
-        if not 0.0 < self.min_coverage <= 1.0:
-            raise ConfigError(
-                f"sv_ge2e.min_coverage must be in (0, 1], got {self.min_coverage}",
-                config_type=self.config_type,
-                key="min_coverage",
-            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SVGE2EOptions(Config):
+class SVGE2EOptions(SpeakerScoringOptions):
     """Inference options of ``embed`` and ``verify``.
 
     Attributes:
         scoring: ``"auto"`` uses the attached PLDA back-end when there is one and cosine
             similarity otherwise; ``"cosine"`` or ``"backend"`` force one.
-        threshold: decision threshold on the cosine similarity, in [-1, 1].
+        threshold: decision threshold on the cosine similarity, in [-1, 1] (default
+            :data:`DEFAULT_COSINE_THRESHOLD`, measured on the repository's audio).
         backend_threshold: decision threshold on the back-end's log-likelihood ratio (natural
             log); 0 is the Bayes decision for a target prior of 0.5 when the back-end is calibrated
             (see ``docs/speaker.md`` for how well the default back-end's calibration holds).
@@ -93,22 +91,8 @@ class SVGE2EOptions(Config):
     config_type: ClassVar[str] = "sv_ge2e-options"
     schema_version: ClassVar[int] = 1
 
-    scoring: Literal["auto", "cosine", "backend"] = "auto"
     threshold: float = DEFAULT_COSINE_THRESHOLD
-    backend_threshold: float = 0.0
     trim_silence: bool | None = None
-
-    def validate(self) -> None:
-        """Check types and ranges.
-
-        Raises:
-            ConfigError: for a cosine threshold outside [-1, 1] or a non-finite LLR threshold.
-        """
-        Config.validate(self)
-        if not -1.0 <= self.threshold <= 1.0:
-            raise ConfigError(f"threshold is a cosine similarity in [-1, 1], got {self.threshold}", key="threshold")
-        if not abs(self.backend_threshold) < float("inf"):
-            raise ConfigError(f"backend_threshold must be finite, got {self.backend_threshold}")
 
 
 __all__ = ["DEFAULT_COSINE_THRESHOLD", "MIN_SPEECH_S", "SAMPLE_RATE", "SVGE2EConfig", "SVGE2EOptions"]

@@ -1,35 +1,33 @@
-"""The ``sv_xvector`` wrapper: the x-vector encoder behind :class:`~voicehub.modeling.PreTrainedSVModel`.
+"""The ``sv_xvector`` wrapper: the x-vector encoder behind :class:`~voicehub.speaker_verification.PreTrainedSVModel`.
 
 There are no pretrained weights. ``load_for_training()`` without a source builds a new encoder
-from the config; inference needs a source: a Hyperion checkpoint of
+from ``config.encoder``; inference needs a source: a Hyperion checkpoint of
 :class:`~voicehub.architectures.xvector.XVector` (``.pth`` file or ``config.json`` +
-``model.safetensors`` directory) or a directory written by ``save_pretrained`` (``encoder/``).
+``model.safetensors`` directory) or a directory written by ``save_pretrained`` (``encoder/`` and,
+when a PLDA back-end is attached, ``backend/``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
-from voicehub.architectures.xvector import XVector, XVectorConfig
+from voicehub.architectures.xvector import XVector
 from voicehub.core.audio import Waveform
+from voicehub.core.device import Device
 from voicehub.core.errors import CheckpointError
+from voicehub.core.files import CONFIG_FILE_NAME, WEIGHTS_FILE_NAME
 from voicehub.core.outputs import SpeakerOutput
-from voicehub.hyperion.torch import CONFIG_FILE_NAME as HYPERION_CONFIG_FILE
 from voicehub.hyperion.torch import HyperTorchModel
-from voicehub.modeling import PreTrainedSVModel
 from voicehub.models.sv_xvector.config import SVXVectorConfig, SVXVectorOptions
-
-ENCODER_DIR = "encoder"
-"""Sub-directory of a saved wrapper holding the encoder in the Hyperion directory format."""
+from voicehub.speaker_verification import ENCODER_DIR, PreTrainedSVModel, SpeakerRuntime
 
 
-class XVectorSpeakerVerifier(PreTrainedSVModel[SVXVectorConfig, SVXVectorOptions]):
-    """x-vector embeddings (not normalised; ``embedding_dim`` from the checkpoint) with cosine scoring.
+class XVectorSpeakerVerifier(PreTrainedSVModel[SVXVectorConfig, SVXVectorOptions, XVector]):
+    """x-vector embeddings (not normalised; ``embedding_dim`` from the checkpoint) with cosine or PLDA scoring.
 
     A batch is run as one padded forward pass with per-item lengths (the graph masks padding,
     so the result equals one-by-one inference).
@@ -38,13 +36,13 @@ class XVectorSpeakerVerifier(PreTrainedSVModel[SVXVectorConfig, SVXVectorOptions
     config_class = SVXVectorConfig
     options_class = SVXVectorOptions
 
-    def _load_runtime(self, checkpoint: Path | None, *, device: str, dtype: Any, training: bool) -> XVector:
-        runtime = self._build_encoder(checkpoint, training=training)
+    def _load_encoder(self, checkpoint: Path | None, *, device: Device, dtype: torch.dtype, training: bool) -> XVector:
+        encoder = self._build_encoder(checkpoint, training=training)
         # The mel front end (voicehub.components.MelSpectrogram) calls torch.stft, which has no
         # bfloat16 kernel on the CPU: declare it (low_precision_unsafe protocol) so that the dtype
         # pass reports itself not applicable instead of failing at the first call.
-        setattr(runtime.frontend, "low_precision_unsafe", True)  # noqa: B010 (a plain attribute, not a tensor)
-        return runtime
+        setattr(encoder.frontend, "low_precision_unsafe", True)  # noqa: B010 (a plain attribute, not a tensor)
+        return encoder
 
     def _build_encoder(self, checkpoint: Path | None, *, training: bool) -> XVector:
         if checkpoint is None:
@@ -55,15 +53,12 @@ class XVectorSpeakerVerifier(PreTrainedSVModel[SVXVectorConfig, SVXVectorOptions
                     "model.load_for_training() builds a new encoder from the config; after training, "
                     "model.save_pretrained(directory) writes a directory to load from"
                 )
-            cfg = self.config
-            return XVector(
-                XVectorConfig(channels=cfg.channels, embedding_dim=cfg.embedding_dim, num_classes=cfg.num_classes)
-            )
+            return XVector(self.config.encoder)
         target = checkpoint / ENCODER_DIR if (checkpoint / ENCODER_DIR).is_dir() else checkpoint
-        if target.is_dir() and not (target / HYPERION_CONFIG_FILE).is_file():
+        if target.is_dir() and not (target / CONFIG_FILE_NAME).is_file():
             raise CheckpointError(
                 f"{checkpoint}: no x-vector checkpoint: expected {ENCODER_DIR}/ (a saved sv_xvector model) or "
-                f"{HYPERION_CONFIG_FILE} + model.safetensors",
+                f"{CONFIG_FILE_NAME} + {WEIGHTS_FILE_NAME}",
                 path=checkpoint,
             )
         loaded = HyperTorchModel.auto_load(target)
@@ -71,22 +66,23 @@ class XVectorSpeakerVerifier(PreTrainedSVModel[SVXVectorConfig, SVXVectorOptions
             raise CheckpointError(f"{target}: holds a {type(loaded).__name__}, not an XVector", path=target)
         return loaded
 
-    def _save_weights(self, runtime: Any, directory: Path) -> None:
+    def _save_encoder(self, encoder: XVector, directory: Path) -> None:
         """Write the encoder in the Hyperion directory format under ``encoder/``."""
-        if not isinstance(runtime, XVector):
-            raise CheckpointError(f"sv_xvector: cannot save a {type(runtime).__name__} runtime")
-        runtime.save(directory / ENCODER_DIR)
+        if not isinstance(encoder, XVector):
+            raise CheckpointError(f"sv_xvector: cannot save a {type(encoder).__name__} encoder")
+        encoder.save(directory / ENCODER_DIR)
 
     def _embed(
-        self, runtime: XVector, waveforms: Sequence[Waveform], options: SVXVectorOptions
+        self, runtime: SpeakerRuntime[XVector], waveforms: Sequence[Waveform], options: SVXVectorOptions
     ) -> Sequence[SpeakerOutput]:
-        device = runtime.device
+        encoder = runtime.module
+        device = encoder.device
         lengths = torch.tensor([w.num_samples for w in waveforms], device=device)
         longest = int(lengths.max())
         batch = torch.zeros(len(waveforms), longest, device=device)
         for row, waveform in enumerate(waveforms):
             batch[row, : waveform.num_samples] = torch.from_numpy(waveform.samples)
-        embeddings = runtime(batch, lengths if len(waveforms) > 1 else None).float().cpu().numpy()
+        embeddings = encoder(batch, lengths if len(waveforms) > 1 else None).float().cpu().numpy()
         return [
             SpeakerOutput(
                 embedding=np.ascontiguousarray(embedding, dtype=np.float32),

@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from voicehub.architectures.silero.config import SUPPORTED_SAMPLE_RATES
 from voicehub.core.errors import ConfigError
 from voicehub.registry.model_config import ModelConfig
-
-SILERO_SAMPLE_RATES = (16000, 8000)
-"""Rates (Hz) Silero VAD has trained branches for."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,12 +36,12 @@ class VADSileroConfig(ModelConfig):
             ConfigError: for a sample rate other than 16000 or 8000.
         """
         ModelConfig.validate(self)
-        if self.sample_rate not in SILERO_SAMPLE_RATES:
+        if self.sample_rate not in SUPPORTED_SAMPLE_RATES:
             raise ConfigError(
-                f"vad_silero.sample_rate: expected one of {list(SILERO_SAMPLE_RATES)} Hz, got {self.sample_rate!r}",
+                f"vad_silero.sample_rate: expected one of {list(SUPPORTED_SAMPLE_RATES)} Hz, got {self.sample_rate!r}",
                 config_type=self.config_type,
                 key="sample_rate",
             )
 
 
-__all__ = ["SILERO_SAMPLE_RATES", "VADSileroConfig"]
+__all__ = ["VADSileroConfig"]

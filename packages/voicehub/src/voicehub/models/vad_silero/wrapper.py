@@ -1,4 +1,4 @@
-"""The ``vad_silero`` wrapper: native Silero VAD behind :class:`~voicehub.modeling.PreTrainedVADModel`.
+"""The ``vad_silero`` wrapper: native Silero VAD behind :class:`~voicehub.voice_activity.PreTrainedVADModel`.
 
 Weights: by default ``silero_vad/data/silero_vad.jit`` from the installed ``silero-vad`` wheel
 (model v6, 16 and 8 kHz); otherwise any upstream ``silero_vad.jit`` / ``silero_vad_16k.safetensors``
@@ -15,15 +15,16 @@ import numpy as np
 import torch
 
 from voicehub.architectures.errors import CheckpointMismatchError
-from voicehub.architectures.silero_vad.checkpoint import load_silero_vad
-from voicehub.architectures.silero_vad.config import SileroVADConfig, chunk_num_samples
-from voicehub.architectures.silero_vad.model import SileroVAD, SileroVADState
+from voicehub.architectures.silero.checkpoint import load_silero_vad
+from voicehub.architectures.silero.config import SUPPORTED_SAMPLE_RATES, SileroConfig, chunk_num_samples
+from voicehub.architectures.silero.model import SileroVAD, SileroVADState
 from voicehub.core.audio import Waveform
+from voicehub.core.device import Device
 from voicehub.core.errors import CheckpointError
 from voicehub.core.outputs import VADOutput
-from voicehub.modeling import PreTrainedVADModel
-from voicehub.models.vad_silero.config import SILERO_SAMPLE_RATES, VADSileroConfig
-from voicehub.voice_activity import FloatArray, VADOptions, VADStreamSession, build_vad_output
+from voicehub.core.runtime import RuntimeBundle
+from voicehub.models.vad_silero.config import VADSileroConfig
+from voicehub.voice_activity import FloatArray, PreTrainedVADModel, VADOptions, VADStreamSession, build_vad_output
 
 UPSTREAM_FILE_NAMES = ("silero_vad.jit", "silero_vad_16k.safetensors")
 """Upstream checkpoint files looked for inside a directory, in order of preference."""
@@ -57,8 +58,8 @@ class SileroFrameScorer:
         return probabilities[0].float().cpu().numpy()
 
 
-class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions]):
-    """Silero VAD v5/v6 on the native graph (:mod:`voicehub.architectures.silero_vad`).
+class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions, RuntimeBundle[SileroVAD]]):
+    """Silero VAD v5/v6 on the native graph (:mod:`voicehub.architectures.silero`).
 
     ``detect(audio, threshold=..., min_speech_duration_ms=..., min_silence_duration_ms=...,
     speech_pad_ms=..., max_speech_duration_s=..., return_probabilities=...)`` returns a
@@ -80,7 +81,12 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions]):
         return tuple(rates)
 
     # ------------------------------------------------------------------ loading
-    def _load_runtime(self, checkpoint: Path | None, *, device: str, dtype: Any, training: bool) -> SileroVAD:
+    def _load_runtime(
+        self, checkpoint: Path | None, *, device: Device, dtype: torch.dtype, training: bool
+    ) -> RuntimeBundle[SileroVAD]:
+        return RuntimeBundle(module=self._load_graph(checkpoint))
+
+    def _load_graph(self, checkpoint: Path | None) -> SileroVAD:
         if checkpoint is None:
             raise CheckpointError(
                 "vad_silero needs weights: pass a source (a silero_vad.jit or silero_vad_16k.safetensors file, "
@@ -88,8 +94,8 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions]):
             )
         saved = self.load_saved_state_dict(checkpoint)
         if saved is not None:
-            rates = tuple(rate for rate in SILERO_SAMPLE_RATES if f"branches.{rate // 1000}k.stft_basis" in saved)
-            model = SileroVAD(SileroVADConfig(sample_rates=rates or (16000,)))
+            rates = tuple(rate for rate in SUPPORTED_SAMPLE_RATES if f"branches.{rate // 1000}k.stft_basis" in saved)
+            model = SileroVAD(SileroConfig(sample_rates=rates or (16000,)))
             try:
                 model.load_state_dict(saved, strict=True)
             except RuntimeError as err:
@@ -116,7 +122,10 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions]):
             return self.config.sample_rate
         return runtime.config.sample_rates[0]
 
-    def _detect(self, runtime: SileroVAD, waveforms: Sequence[Waveform], options: VADOptions) -> list[VADOutput]:
+    def _detect(
+        self, bundle: RuntimeBundle[SileroVAD], waveforms: Sequence[Waveform], options: VADOptions
+    ) -> list[VADOutput]:
+        runtime = bundle.module
         device = runtime.branch(runtime.config.sample_rates[0]).stft_basis.device
         prepared = []
         for waveform in waveforms:
@@ -180,7 +189,7 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions]):
         """
         resolved = self.resolve_options_for("stream", options, overrides)
         self.check_stream_rate(sample_rate)
-        runtime: SileroVAD = self._inference_runtime()
+        runtime = self._inference_runtime().module
         scorer = SileroFrameScorer(runtime, self._runtime_rate(runtime, sample_rate))
         metadata = self._metadata(runtime, sample_rate)
         return VADStreamSession(scorer, resolved, sample_rate=sample_rate, metadata=metadata)

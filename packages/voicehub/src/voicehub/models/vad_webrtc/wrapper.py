@@ -1,4 +1,4 @@
-"""The ``vad_webrtc`` wrapper: the WebRTC detector behind :class:`~voicehub.modeling.PreTrainedVADModel`.
+"""The ``vad_webrtc`` wrapper: the WebRTC detector behind :class:`~voicehub.voice_activity.PreTrainedVADModel`.
 
 The detector (``webrtcvad`` module from the ``webrtcvad-wheels`` distribution, MIT; the algorithm is
 WebRTC's fixed-point filter bank + Gaussian mixture model) makes one speech/non-speech decision per
@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 
 from voicehub.core.audio import Waveform
+from voicehub.core.device import Device
 from voicehub.core.lazy import import_optional
 from voicehub.core.outputs import VADOutput
-from voicehub.modeling import PreTrainedVADModel
+from voicehub.core.runtime import RuntimeBundle
 from voicehub.models.vad_webrtc.config import WEBRTC_SAMPLE_RATES, VADWebRTCConfig
-from voicehub.voice_activity import FloatArray, VADOptions, VADStreamSession, build_vad_output
+from voicehub.voice_activity import FloatArray, PreTrainedVADModel, VADOptions, VADStreamSession, build_vad_output
 
 PCM_FULL_SCALE = 32768.0
 """float [-1, 1) -> int16 scale."""
@@ -87,7 +88,7 @@ class WebRTCFrameScorer:
         return self.detector.decide(self._vad, frames, self.sample_rate)
 
 
-class WebRTCVADModel(PreTrainedVADModel[VADWebRTCConfig, VADOptions]):
+class WebRTCVADModel(PreTrainedVADModel[VADWebRTCConfig, VADOptions, RuntimeBundle[WebRTCDetector]]):
     """WebRTC VAD with the shared segmentation; no weights.
 
     ``detect(audio, threshold=..., ...)`` returns a :class:`~voicehub.core.VADOutput`; sample
@@ -106,8 +107,10 @@ class WebRTCVADModel(PreTrainedVADModel[VADWebRTCConfig, VADOptions]):
         """``config.sample_rate`` first, then the other rates the detector accepts."""
         return (self.config.sample_rate, *(r for r in WEBRTC_SAMPLE_RATES if r != self.config.sample_rate))
 
-    def _load_runtime(self, checkpoint: Path | None, *, device: str, dtype: Any, training: bool) -> WebRTCDetector:
-        return WebRTCDetector(self.config.aggressiveness, self.config.frame_duration_ms)
+    def _load_runtime(
+        self, checkpoint: Path | None, *, device: Device, dtype: object, training: bool
+    ) -> RuntimeBundle[WebRTCDetector]:
+        return RuntimeBundle(module=WebRTCDetector(self.config.aggressiveness, self.config.frame_duration_ms))
 
     def _metadata(self, input_sample_rate: int) -> dict[str, Any]:
         return {
@@ -117,7 +120,10 @@ class WebRTCVADModel(PreTrainedVADModel[VADWebRTCConfig, VADOptions]):
             "input_sample_rate": input_sample_rate,
         }
 
-    def _detect(self, runtime: WebRTCDetector, waveforms: Sequence[Waveform], options: VADOptions) -> list[VADOutput]:
+    def _detect(
+        self, bundle: RuntimeBundle[WebRTCDetector], waveforms: Sequence[Waveform], options: VADOptions
+    ) -> list[VADOutput]:
+        runtime = bundle.module
         outputs = []
         for original in waveforms:
             rate = original.sample_rate if original.sample_rate in WEBRTC_SAMPLE_RATES else self.config.sample_rate
@@ -150,7 +156,7 @@ class WebRTCVADModel(PreTrainedVADModel[VADWebRTCConfig, VADOptions]):
         """
         resolved = self.resolve_options_for("stream", options, overrides)
         self.check_stream_rate(sample_rate)
-        runtime: WebRTCDetector = self._inference_runtime()
+        runtime = self._inference_runtime().module
         rate = sample_rate if sample_rate in WEBRTC_SAMPLE_RATES else self.config.sample_rate
         return VADStreamSession(
             WebRTCFrameScorer(runtime, rate), resolved, sample_rate=sample_rate, metadata=self._metadata(sample_rate)

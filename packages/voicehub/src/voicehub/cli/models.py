@@ -1,9 +1,4 @@
-"""The ``voicehub`` command.
-
-Each task's subcommands live in their own module (``cli_vad.py``, ``cli_speaker.py``...) and
-are added to :data:`main` with one ``main.add_command(...)`` line. ``voicehub models`` lists
-the registered models without importing any of them.
-"""
+"""``voicehub models``: the registered models, listed without importing any of them."""
 
 from __future__ import annotations
 
@@ -11,22 +6,14 @@ from typing import Any
 
 import click
 
-from voicehub.cli_speaker import embed_command, verify_command
-from voicehub.cli_vad import vad_command
 from voicehub.core import strict_json
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.tasks import SpeechTask
-from voicehub.core.version import distribution_version
 from voicehub.models import load_builtin_models
 from voicehub.registry import DistributionSource, ModelSpec
 
 TASK_CHOICES = sorted({task.value for task in SpeechTask} | {task.short_name for task in SpeechTask})
-
-
-@click.group()
-@click.version_option(distribution_version("voicehub"), prog_name="voicehub")
-def main() -> None:
-    """VoiceHub: speech models (TTS, ASR, VAD, speaker verification) behind one API."""
+"""What ``--task`` accepts: each task's canonical name and its short name."""
 
 
 def weights_status(spec: ModelSpec) -> str:
@@ -56,7 +43,7 @@ def _rows(task: str | None) -> list[dict[str, Any]]:
     return rows
 
 
-@main.command("models")
+@click.command("models")
 @click.option("--task", type=click.Choice(TASK_CHOICES, case_sensitive=False), help="Only this task's models.")
 @click.option("--json", "as_json", is_flag=True, help="Print strict JSON instead of a table.")
 def models_command(task: str | None, as_json: bool) -> None:
@@ -98,8 +85,4 @@ def models_command(task: str | None, as_json: bool) -> None:
             )
 
 
-main.add_command(vad_command)
-main.add_command(embed_command)
-main.add_command(verify_command)
-
-__all__ = ["main", "models_command", "weights_install_command", "weights_status"]
+__all__ = ["TASK_CHOICES", "models_command", "weights_install_command", "weights_status"]

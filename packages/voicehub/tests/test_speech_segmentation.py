@@ -1,4 +1,4 @@
-"""Shared VAD post-processing (``voicehub.voice_activity``): the get_speech_timestamps rules, offline and streaming."""
+"""Voice-activity segmentation (``voicehub.speech_segmentation``): the silero rules, offline and streaming."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from voicehub.core.errors import ConfigError, LifecycleError
-from voicehub.voice_activity import SpeechSegmenter, VADOptions, build_vad_output, speech_bounds
+from voicehub.speech_segmentation import SpeechSegmenter, VADOptions, build_vad_output, speech_bounds
 
 RATE = 16000
 FRAME = 512

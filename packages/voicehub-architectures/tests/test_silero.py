@@ -22,16 +22,16 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 from voicehub.architectures.errors import CheckpointMismatchError
-from voicehub.architectures.silero_vad import (
+from voicehub.architectures.silero import (
     CheckpointFormat,
+    SileroConfig,
     SileroVAD,
-    SileroVADConfig,
     convert_state_dict,
     detect_format,
     load_silero_vad,
     read_tensors,
 )
-from voicehub.architectures.silero_vad.model import BLOCK_NUM_CHUNKS
+from voicehub.architectures.silero.model import BLOCK_NUM_CHUNKS
 from voicehub.core import load_audio
 from voicehub.core.errors import AudioError, CheckpointError, ConfigError, SampleRateError
 
@@ -87,7 +87,7 @@ def pair(request: pytest.FixtureRequest) -> tuple[str, SileroVAD, torch.jit.Scri
 
 
 @pytest.mark.parametrize("sample_rate", [16000, 8000])
-def test_silero_vad_matches_upstream_torchscript_on_60s_speech_in_both_paths(
+def test_silero_matches_upstream_torchscript_on_60s_speech_in_both_paths(
     pair: tuple[str, SileroVAD, torch.jit.ScriptModule], sample_rate: int
 ) -> None:
     version, native, jit = pair
@@ -111,7 +111,7 @@ def test_silero_vad_matches_upstream_torchscript_on_60s_speech_in_both_paths(
     assert 0.3 < (reference > 0.5).mean() < 0.95
 
 
-def test_silero_vad_batch_of_different_lengths_equals_one_by_one() -> None:
+def test_silero_batch_of_different_lengths_equals_one_by_one() -> None:
     model = load_silero_vad(CHECKPOINTS["v6"])
     clips = [torch.from_numpy(load_audio(path).samples) for path in LIBRIVOX[:3]]
     lengths = [clip.shape[0] for clip in clips]
@@ -127,7 +127,7 @@ def test_silero_vad_batch_of_different_lengths_equals_one_by_one() -> None:
 
 
 @pytest.mark.parametrize("sample_rate", [16000, 8000])
-def test_silero_vad_long_input_in_bounded_blocks_equals_one_block(sample_rate: int) -> None:
+def test_silero_long_input_in_bounded_blocks_equals_one_block(sample_rate: int) -> None:
     model = load_silero_vad(CHECKPOINTS["v6"])
     speech = _speech(sample_rate)[: sample_rate * 20 + 77]  # 20 s and a partial last chunk
     batch = torch.stack([speech, speech.flip(0)])
@@ -153,7 +153,7 @@ def test_silero_vad_long_input_in_bounded_blocks_equals_one_block(sample_rate: i
         model(speech, sample_rate, block_num_chunks=0)
 
 
-def test_silero_vad_step_carries_state_across_a_batch_of_streams() -> None:
+def test_silero_step_carries_state_across_a_batch_of_streams() -> None:
     model = load_silero_vad(CHECKPOINTS["v6"])
     audio = _speech(16000)[: 512 * 40]
     two = torch.stack([audio, audio.flip(0)])
@@ -175,7 +175,7 @@ def test_silero_vad_step_carries_state_across_a_batch_of_streams() -> None:
         model.step_chunks(two[:, :1000], 16000)
 
 
-def test_silero_vad_state_dict_round_trip_gives_identical_output(tmp_path: Path) -> None:
+def test_silero_state_dict_round_trip_gives_identical_output(tmp_path: Path) -> None:
     model = load_silero_vad(CHECKPOINTS["v5"])
     save_file(model.state_dict(), str(tmp_path / "native.safetensors"))
     copy = SileroVAD(model.config)
@@ -187,7 +187,7 @@ def test_silero_vad_state_dict_round_trip_gives_identical_output(tmp_path: Path)
         assert torch.equal(copy.eval()(audio, 8000), model(audio, 8000))
 
 
-def test_silero_vad_safetensors_adapter_loads_16k_weights_that_differ_from_the_torchscript_branch() -> None:
+def test_silero_safetensors_adapter_loads_16k_weights_that_differ_from_the_torchscript_branch() -> None:
     assert detect_format(SAFETENSORS_V6) is CheckpointFormat.SAFETENSORS
     assert detect_format(CHECKPOINTS["v6"]) is CheckpointFormat.TORCHSCRIPT
     model = load_silero_vad(SAFETENSORS_V6)
@@ -207,9 +207,9 @@ def test_silero_vad_safetensors_adapter_loads_16k_weights_that_differ_from_the_t
         model(torch.zeros(800), 8000)
 
 
-def test_silero_vad_adapter_reports_missing_unexpected_and_misshaped_tensors_before_loading() -> None:
+def test_silero_adapter_reports_missing_unexpected_and_misshaped_tensors_before_loading() -> None:
     tensors = read_tensors(CHECKPOINTS["v6"], "torchscript")
-    config = SileroVADConfig()
+    config = SileroConfig()
     tensors.pop("_model_8k.decoder.rnn.bias_hh")
     tensors["_model.extra"] = torch.zeros(3)
     tensors["_model.encoder.2.reparam_conv.weight"] = torch.zeros(64, 64, 5)
@@ -224,14 +224,14 @@ def test_silero_vad_adapter_reports_missing_unexpected_and_misshaped_tensors_bef
     safetensors = load_file(str(SAFETENSORS_V6))
     safetensors["conv9.weight"] = safetensors.pop("conv4.weight")
     with pytest.raises(CheckpointMismatchError, match=r"missing \['conv4.weight'\]; unexpected \['conv9.weight'\]"):
-        convert_state_dict(safetensors, SileroVADConfig(sample_rates=(16000,)), "safetensors")
+        convert_state_dict(safetensors, SileroConfig(sample_rates=(16000,)), "safetensors")
     with pytest.raises(CheckpointError, match="16 kHz branch only"):
-        convert_state_dict(safetensors, SileroVADConfig(), "safetensors")
+        convert_state_dict(safetensors, SileroConfig(), "safetensors")
 
 
-def test_silero_vad_loader_refuses_a_16k_only_config_for_the_merged_file_and_non_checkpoints(tmp_path: Path) -> None:
+def test_silero_loader_refuses_a_16k_only_config_for_the_merged_file_and_non_checkpoints(tmp_path: Path) -> None:
     with pytest.raises(CheckpointMismatchError) as caught:
-        load_silero_vad(CHECKPOINTS["v6"], config=SileroVADConfig(sample_rates=(16000,)))
+        load_silero_vad(CHECKPOINTS["v6"], config=SileroConfig(sample_rates=(16000,)))
     assert len(caught.value.unexpected) == 15 and all(n.startswith("_model_8k.") for n in caught.value.unexpected)
     text = tmp_path / "notes.jit"
     text.write_text("not a model")
@@ -245,7 +245,7 @@ def test_silero_vad_loader_refuses_a_16k_only_config_for_the_merged_file_and_non
         load_silero_vad(broken)
 
 
-def test_silero_vad_rejects_bad_inputs_with_the_expected_shape_in_the_message() -> None:
+def test_silero_rejects_bad_inputs_with_the_expected_shape_in_the_message() -> None:
     model = load_silero_vad(CHECKPOINTS["v6"])
     with pytest.raises(AudioError, match=r"expected 512 samples at 16000 Hz, got 500"):
         model.step(torch.zeros(500), 16000)
@@ -270,29 +270,28 @@ def test_silero_vad_rejects_bad_inputs_with_the_expected_shape_in_the_message() 
         ({"model_version": "v4"}, "model_version"),
     ],
 )
-def test_silero_vad_config_rejects_invalid_values(changes: dict[str, object], key: str) -> None:
+def test_silero_config_rejects_invalid_values(changes: dict[str, object], key: str) -> None:
     with pytest.raises(ConfigError) as caught:
-        SileroVADConfig(**changes)  # type: ignore[arg-type]
+        SileroConfig(**changes)  # type: ignore[arg-type]
     assert caught.value.key == key
 
 
-def test_silero_vad_registration_and_catalog_import_no_torch() -> None:
+def test_silero_registration_and_catalog_import_no_torch() -> None:
     code = (
         "import sys\n"
         "from voicehub.registry import ArchitectureRegistry\n"
         "from voicehub.architectures import BUILTIN_ARCHITECTURES\n"
-        "reference = 'voicehub.architectures.silero_vad.registration:ARCHITECTURE'\n"
+        "reference = 'voicehub.architectures.silero.registration:ARCHITECTURE'\n"
         "assert reference in BUILTIN_ARCHITECTURES\n"
         "(spec,) = ArchitectureRegistry().load_references([reference])\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
-        "print(spec.architecture_id, spec.sample_rates, spec.supports(feature='8khz', task='vad'))\n"
-        "print(spec.resolve('checkpoint_adapter').__name__, 'torch' in sys.modules)\n"
+        "print(spec.architecture_id, spec.sample_rates, spec.supports(feature='8khz', task='vad'), spec.aliases)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.split("\n")[:2] == ["silero-vad (16000, 8000) True", "load_silero_vad True"]
+    assert result.stdout.split("\n")[0] == "silero (16000, 8000) True ('silero-vad',)"
 
 
-def test_silero_vad_config_round_trips_through_strict_json() -> None:
-    config = SileroVADConfig(model_version="v5", sample_rates=(8000,))
-    assert SileroVADConfig.from_json(config.to_json()) == config
-    assert SileroVADConfig.from_dict(config.to_dict()).sample_rates == (8000,)
+def test_silero_config_round_trips_through_strict_json() -> None:
+    config = SileroConfig(model_version="v5", sample_rates=(8000,))
+    assert SileroConfig.from_json(config.to_json()) == config
+    assert SileroConfig.from_dict(config.to_dict()).sample_rates == (8000,)

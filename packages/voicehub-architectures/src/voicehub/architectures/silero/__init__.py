@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from voicehub.architectures.silero_vad.config import (
+from voicehub.architectures.silero.config import (
     SUPPORTED_SAMPLE_RATES,
-    SileroVADConfig,
+    SileroConfig,
     chunk_num_samples,
     context_num_samples,
 )
-from voicehub.architectures.silero_vad.registration import ARCHITECTURE
+from voicehub.architectures.silero.registration import ARCHITECTURE
 from voicehub.core.lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from voicehub.architectures.silero_vad.checkpoint import (
+    from voicehub.architectures.silero.checkpoint import (
         KNOWN_CHECKPOINTS,
         CheckpointFormat,
         config_for_checkpoint,
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         read_tensors,
         tensor_rules,
     )
-    from voicehub.architectures.silero_vad.model import SileroVAD, SileroVADBranch, SileroVADState
+    from voicehub.architectures.silero.model import SileroVAD, SileroVADBranch, SileroVADState
 
 _LAZY = {
     "KNOWN_CHECKPOINTS": "checkpoint",
@@ -52,9 +52,9 @@ __all__ = [
     "KNOWN_CHECKPOINTS",
     "SUPPORTED_SAMPLE_RATES",
     "CheckpointFormat",
+    "SileroConfig",
     "SileroVAD",
     "SileroVADBranch",
-    "SileroVADConfig",
     "SileroVADState",
     "chunk_num_samples",
     "config_for_checkpoint",

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import click
 
+from voicehub.core.audio import RAW_PCM_SUFFIXES, AudioLike, is_raw_pcm, load_raw_pcm
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.tasks import SpeechTask
 
-RAW_SUFFIXES = (".raw", ".pcm")
-"""Headerless PCM files: read as 16-bit little-endian mono at ``--sample-rate``."""
-
 SAMPLE_RATE_HELP = (
-    "Sample rate in Hz of headerless raw PCM files (.raw, .pcm), which are read as 16-bit little-endian mono; "
-    "files with a header (wav, flac, ogg, mp3) carry their own rate and ignore it."
+    "Sample rate in Hz of headerless raw PCM files (" + ", ".join(RAW_PCM_SUFFIXES) + "), which are read as 16-bit "
+    "little-endian mono; files with a header (wav, flac, ogg, mp3) carry their own rate and ignore it."
 )
 
 
@@ -30,11 +27,6 @@ def default_model_help(task: SpeechTask) -> str:
         return "the task's default model"
 
 
-def is_raw(path: Path) -> bool:
-    """Whether ``path`` names a headerless PCM file (by its suffix)."""
-    return path.suffix.lower() in RAW_SUFFIXES
-
-
 def check_raw_inputs(files: Sequence[Path], sample_rate: int | None) -> None:
     """Refuse headerless files when no ``--sample-rate`` is given, and a non-positive rate.
 
@@ -45,7 +37,7 @@ def check_raw_inputs(files: Sequence[Path], sample_rate: int | None) -> None:
         raise click.UsageError(f"--sample-rate must be a positive number of Hz, got {sample_rate}")
     if sample_rate is None:
         for path in files:
-            if is_raw(path):
+            if is_raw_pcm(path):
                 raise click.UsageError(
                     f"{path} is headerless raw PCM, so its sample rate is unknown: pass --sample-rate HZ (it is "
                     f"read as 16-bit little-endian mono), or convert it first, e.g. "
@@ -53,50 +45,38 @@ def check_raw_inputs(files: Sequence[Path], sample_rate: int | None) -> None:
                 )
 
 
-def audio_input(path: Path, sample_rate: int | None) -> Any:
-    """What to pass to a wrapper for ``path``: the path, or a ``Waveform`` (named by the path) for raw PCM.
+def audio_input(path: Path, sample_rate: int | None) -> AudioLike:
+    """What to pass to a wrapper for ``path``: the path, or the decoded raw PCM (named by the path).
 
     Raises:
         AudioDecodeError: for a raw file that cannot be read or has an odd number of bytes.
     """
-    if not is_raw(path) or sample_rate is None:
+    if not is_raw_pcm(path) or sample_rate is None:
         return str(path)
-    import numpy as np
-
-    from voicehub.core.errors import AudioDecodeError
-
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise AudioDecodeError(f"{path}: cannot read ({err.strerror or err})", source=str(path)) from err
-    if len(data) % 2:
-        raise AudioDecodeError(
-            f"{path}: {len(data)} bytes is not a whole number of 16-bit samples; expected s16le mono PCM",
-            source=str(path),
-        )
-    from voicehub.core.audio import Waveform, pcm_to_float
-
-    samples = pcm_to_float(np.frombuffer(data, dtype="<i2"), source=str(path))
-    return Waveform(samples=np.ascontiguousarray(samples, dtype=np.float32), sample_rate=sample_rate, source=str(path))
+    return load_raw_pcm(path, sample_rate=sample_rate)
 
 
-def cli_model_type(factory: Any, model_type: str | None, source: str | None) -> str | None:
+def cli_model_type(task: SpeechTask, model_type: str | None, source: str | None) -> str | None:
     """The ``--model`` to load: as given, else the task's default when ``--source`` names no saved directory.
 
     ``--help`` documents the task default; a ``--source`` weight file carries no model type, so the
     default applies to it (a directory written by ``save_pretrained`` names its own type).
+
+    Args:
+        task: the command's task.
+        model_type: the ``--model`` given.
+        source: the ``--source`` given.
     """
     if model_type is not None or source is None:
         return model_type
-    from voicehub.auto import _local_config_file
-    from voicehub.core.errors import VoiceHubError
+    from voicehub.auto import get_default_model_spec, local_config_file
 
     try:
-        if _local_config_file(source) is not None:
+        if local_config_file(source) is not None:
             return None
-        return str(factory.resolve_spec(None).model_type)
+        return get_default_model_spec(task).model_type
     except VoiceHubError:
         return None
 
 
-__all__ = ["RAW_SUFFIXES", "SAMPLE_RATE_HELP", "audio_input", "check_raw_inputs", "cli_model_type", "is_raw"]
+__all__ = ["SAMPLE_RATE_HELP", "audio_input", "check_raw_inputs", "cli_model_type", "default_model_help"]

@@ -1,5 +1,8 @@
 """A PLDA scoring back-end for speaker embeddings, stored in the Hyperion format.
 
+Every speaker-verification wrapper can attach one (:class:`voicehub.speaker_verification.PreTrainedSVModel`:
+``set_backend``, ``fit_backend``, saved as ``backend/`` next to the weights).
+
 The back-end follows the Hyperion recipe for few-speaker data (``docs/hyperion.md``):
 embeddings are centred and length-normalised (:class:`~voicehub.hyperion.np.LNorm` without
 whitening; optionally after an LDA projection), scored with a simplified PLDA
@@ -12,15 +15,12 @@ shifts the decision at LLR 0 (measured: 12 % false accepts at an EER of 0.2 %).
 
 On disk it is a directory of Hyperion HDF5 files that upstream Hyperion also reads:
 ``transform.h5``, ``plda.h5`` and, when calibrated, ``calibration.h5``; each is loaded with
-``HyperNPModel.auto_load`` (no pickle).
+``HyperNPModel.auto_load`` (no pickle). Importing this module imports h5py.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from voicehub.core.errors import CheckpointError, InferenceOptionError, OutputPathError
-from voicehub.core.files import check_output_directory, created_parents, normalize_modes
+from voicehub.core.errors import CheckpointError, InferenceOptionError
+from voicehub.core.files import write_directory
 from voicehub.hyperion.np import LDA, SPLDA, CentWhiten, HyperNPModel, LNorm, TransformList
 from voicehub.hyperion.np.calibration import GaussCalibration
 from voicehub.hyperion.np.transforms import NPTransform
@@ -47,6 +47,7 @@ embeddings from a few hundred vectors and gave LLRs of -1e4."""
 
 DEFAULT_CALIBRATION_FOLDS = 5
 """Speaker folds of the held-out calibration (each fold needs >= 2 speakers for non-target pairs)."""
+
 
 ModelT = TypeVar("ModelT", bound=HyperNPModel)
 
@@ -224,12 +225,11 @@ class PLDABackend:
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Write ``transform.h5``, ``plda.h5`` (and ``calibration.h5``) as the directory ``directory``.
 
-        The files are written into a staging directory beside ``directory``, which then replaces
-        it as a whole (the old directory is renamed aside, the new one renamed in, the old one
-        removed; a failed rename puts the old one back): ``directory`` holds either the old
-        back-end or the complete new one, never a mix. An existing directory may hold only
-        back-end files, since it is replaced. Missing parent directories are created (and
-        removed again on failure); files and directories get ordinary modes.
+        The directory is replaced as a whole (:func:`voicehub.core.files.write_directory` with
+        ``replace=True``): it holds either the old back-end or the complete new one, never a mix.
+        An existing directory may hold only back-end files, since it is replaced. Missing parent
+        directories are created (and removed again on failure); files and directories get
+        ordinary modes.
 
         Returns:
             The directory (``~`` expanded, symbolic links resolved).
@@ -239,38 +239,16 @@ class PLDABackend:
                 files other than a back-end's, or cannot be written; nothing is changed.
             HyperionFileError: when a model file cannot be written (also nothing changed).
         """
-        what = "PLDA back-end directory"
-        target = check_output_directory(directory, what=what)
-        if target.is_symlink():
-            target = target.resolve()  # replace the directory the link points to, keep the link
-        if target.is_dir():
-            foreign = sorted(p.name for p in target.iterdir() if p.name not in _BACKEND_FILES)
-            if foreign:
-                raise OutputPathError(
-                    f"{what} {target}: holds {', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''}, which "
-                    f"saving would delete (the directory is replaced as a whole); save into a new directory, or "
-                    f"one holding only {', '.join(_BACKEND_FILES)}",
-                    path=target,
-                )
-        with created_parents(target.parent, what=what, destination=target):
-            try:
-                staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.voicehub-backend-", dir=target.parent))
-            except OSError as err:
-                raise OutputPathError(f"{what} {target}: cannot write ({err.strerror or err})", path=target) from err
-            try:
-                self.transform.save(staging / TRANSFORM_FILE)
-                self.plda.save(staging / PLDA_FILE)
-                if self.calibration is not None:
-                    self.calibration.save(staging / CALIBRATION_FILE)
-                normalize_modes(staging)
-                _replace_directory(staging, target)
-            except OutputPathError:
-                raise
-            except OSError as err:
-                raise OutputPathError(f"{what} {target}: cannot write ({err.strerror or err})", path=target) from err
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
-        return target
+
+        def write(staging: Path) -> None:
+            self.transform.save(staging / TRANSFORM_FILE)
+            self.plda.save(staging / PLDA_FILE)
+            if self.calibration is not None:
+                self.calibration.save(staging / CALIBRATION_FILE)
+
+        return write_directory(
+            directory, write, what="PLDA back-end directory", replace=True, replaceable=_BACKEND_FILES
+        )
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> PLDABackend:
@@ -288,22 +266,6 @@ class PLDABackend:
 
 
 _BACKEND_FILES = (TRANSFORM_FILE, PLDA_FILE, CALIBRATION_FILE)
-
-
-def _replace_directory(staging: Path, target: Path) -> None:
-    """Make ``staging`` the directory ``target``: rename the old one aside, rename ``staging`` in,
-    remove the old one; if renaming ``staging`` in fails, the old directory is put back."""
-    if not target.exists():
-        os.rename(staging, target)
-        return
-    retired = target.with_name(f".{target.name}.voicehub-old-{uuid.uuid4().hex}")
-    os.rename(target, retired)
-    try:
-        os.rename(staging, target)
-    except BaseException:
-        os.rename(retired, target)
-        raise
-    shutil.rmtree(retired, ignore_errors=True)
 
 
 def _fit_plda(
@@ -339,4 +301,11 @@ def _load(path: Path, expected: type[ModelT]) -> ModelT:
     return model
 
 
-__all__ = ["CALIBRATION_FILE", "PLDA_FILE", "TRANSFORM_FILE", "PLDABackend"]
+__all__ = [
+    "CALIBRATION_FILE",
+    "DEFAULT_CALIBRATION_FOLDS",
+    "DEFAULT_SHRINKAGE",
+    "PLDA_FILE",
+    "TRANSFORM_FILE",
+    "PLDABackend",
+]

@@ -1,23 +1,21 @@
-"""Declaration of the Silero VAD architecture (imports no torch; the references resolve lazily)."""
+"""Declaration of the Silero VAD architecture: its verified facts (imports no torch)."""
 
 from __future__ import annotations
 
+from voicehub.architectures.silero.config import SUPPORTED_SAMPLE_RATES
 from voicehub.core.tasks import SpeechTask
 from voicehub.registry.architecture_registry import ArchitectureSpec
 
 ARCHITECTURE = ArchitectureSpec(
-    architecture_id="silero-vad",
+    architecture_id="silero",
     version="1",
-    model_builder="voicehub.architectures.silero_vad.model:SileroVAD",
-    config="voicehub.architectures.silero_vad.config:SileroVADConfig",
-    checkpoint_adapter="voicehub.architectures.silero_vad.checkpoint:load_silero_vad",
-    components={"state": "voicehub.architectures.silero_vad.model:SileroVADState"},
     tasks=(SpeechTask.VOICE_ACTIVITY_DETECTION,),
     devices=("cpu",),
     dtypes=("float32", "bfloat16"),
     features=("16khz", "8khz", "streaming", "batched-inference", "frame-probabilities"),
     optimization_passes=("eval-mode", "inference-mode", "threads", "dtype", "int8-dynamic"),
-    sample_rates=(16000, 8000),
+    sample_rates=SUPPORTED_SAMPLE_RATES,
+    aliases=("silero-vad",),
     upstream="https://github.com/snakers4/silero-vad (silero-vad 5.1.2 and 6.2.3 on PyPI)",
     license="MIT",
 )

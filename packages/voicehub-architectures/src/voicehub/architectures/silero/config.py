@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from voicehub.core.audio import check_sample_rate
 from voicehub.core.config import Config
 from voicehub.core.errors import ConfigError
 
@@ -25,7 +26,7 @@ KERNEL_SIZE = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SileroVADConfig(Config):
+class SileroConfig(Config):
     """Sizes of a Silero VAD graph.
 
     Attributes:
@@ -39,7 +40,7 @@ class SileroVADConfig(Config):
         encoder_strides: their strides; the product must reduce the STFT frames of one chunk to one.
     """
 
-    config_type: ClassVar[str] = "silero-vad"
+    config_type: ClassVar[str] = "silero"
     schema_version: ClassVar[int] = 1
 
     model_version: Literal["v5", "v6"] = "v6"
@@ -57,7 +58,7 @@ class SileroVADConfig(Config):
         Config.validate(self)
         if not self.sample_rates or len(set(self.sample_rates)) != len(self.sample_rates):
             raise ConfigError(
-                f"silero-vad.sample_rates: expected distinct rates from {list(SUPPORTED_SAMPLE_RATES)}, "
+                f"silero.sample_rates: expected distinct rates from {list(SUPPORTED_SAMPLE_RATES)}, "
                 f"got {list(self.sample_rates)}",
                 config_type=self.config_type,
                 key="sample_rates",
@@ -65,14 +66,14 @@ class SileroVADConfig(Config):
         unsupported = [rate for rate in self.sample_rates if rate not in SUPPORTED_SAMPLE_RATES]
         if unsupported:
             raise ConfigError(
-                f"silero-vad.sample_rates: {unsupported} Hz not supported; Silero VAD has branches for "
+                f"silero.sample_rates: {unsupported} Hz not supported; Silero VAD has branches for "
                 f"{list(SUPPORTED_SAMPLE_RATES)} Hz only",
                 config_type=self.config_type,
                 key="sample_rates",
             )
         if self.hidden_size <= 0:
             raise ConfigError(
-                f"silero-vad.hidden_size: expected a positive size, got {self.hidden_size}",
+                f"silero.hidden_size: expected a positive size, got {self.hidden_size}",
                 config_type=self.config_type,
                 key="hidden_size",
             )
@@ -83,28 +84,25 @@ class SileroVADConfig(Config):
             or min(self.encoder_strides) <= 0
         ):
             raise ConfigError(
-                "silero-vad.encoder_channels/encoder_strides: expected two equally long, non-empty tuples of "
+                "silero.encoder_channels/encoder_strides: expected two equally long, non-empty tuples of "
                 f"positive ints, got {list(self.encoder_channels)} and {list(self.encoder_strides)}",
                 config_type=self.config_type,
                 key="encoder_channels",
             )
 
-    def check_sample_rate(self, sample_rate: int) -> int:
+    def check_sample_rate(self, sample_rate: object) -> int:
         """Return ``sample_rate`` if this graph has a branch for it.
 
         Raises:
             SampleRateError: naming the rate given and the rates available; resample first.
         """
-        from voicehub.core.errors import SampleRateError
-
-        if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or sample_rate not in self.sample_rates:
-            raise SampleRateError(
-                f"Silero VAD ({self.model_version}) runs at {list(self.sample_rates)} Hz, got {sample_rate!r} Hz; "
-                f"resample the audio to 16000 Hz first (voicehub.core.resample)",
-                expected=tuple(self.sample_rates),
-                actual=sample_rate if isinstance(sample_rate, int) else None,
-            )
-        return sample_rate
+        return check_sample_rate(
+            sample_rate,
+            source="silero",
+            supported=self.sample_rates,
+            runs=f"Silero VAD ({self.model_version})",
+            fix="resample the audio to 16000 Hz first (voicehub.core.resample)",
+        )
 
 
 def chunk_num_samples(sample_rate: int) -> int:
@@ -141,7 +139,7 @@ __all__ = [
     "CHUNK_DURATION_MS",
     "KERNEL_SIZE",
     "SUPPORTED_SAMPLE_RATES",
-    "SileroVADConfig",
+    "SileroConfig",
     "branch_name",
     "chunk_num_samples",
     "context_num_samples",

@@ -1,4 +1,4 @@
-"""Runtime inspection and scoped method patching shared by the built-in passes.
+"""Runtime inspection and scoped method patching shared by the passes and the plan manager.
 
 Execution methods are the methods a task wrapper calls to run the runtime. By default that is
 ``forward``; a runtime whose entry points differ exposes the protocol

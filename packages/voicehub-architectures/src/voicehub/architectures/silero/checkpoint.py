@@ -28,8 +28,8 @@ import torch
 from torch import Tensor
 
 from voicehub.architectures.errors import CheckpointMismatchError
-from voicehub.architectures.silero_vad.config import SileroVADConfig, branch_name
-from voicehub.architectures.silero_vad.model import SileroVAD
+from voicehub.architectures.silero.config import SileroConfig, branch_name
+from voicehub.architectures.silero.model import SileroVAD
 from voicehub.core.errors import CheckpointError
 
 
@@ -54,7 +54,7 @@ _TORCHSCRIPT_PREFIX = {16000: "_model.", 8000: "_model_8k."}
 _LSTM_PARAMETERS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
 
 
-def _branch_rules(config: SileroVADConfig, sample_rate: int, source_format: CheckpointFormat) -> dict[str, str]:
+def _branch_rules(config: SileroConfig, sample_rate: int, source_format: CheckpointFormat) -> dict[str, str]:
     """Native name -> checkpoint name for one branch."""
     native = f"branches.{branch_name(sample_rate)}."
     rules: dict[str, str] = {}
@@ -80,7 +80,7 @@ def _branch_rules(config: SileroVADConfig, sample_rate: int, source_format: Chec
     return rules
 
 
-def tensor_rules(config: SileroVADConfig, source_format: CheckpointFormat | str) -> dict[str, str]:
+def tensor_rules(config: SileroConfig, source_format: CheckpointFormat | str) -> dict[str, str]:
     """The explicit renaming plan: native state-dict name -> checkpoint tensor name (tensors are copied as is).
 
     Raises:
@@ -99,7 +99,7 @@ def tensor_rules(config: SileroVADConfig, source_format: CheckpointFormat | str)
     return rules
 
 
-def expected_shapes(config: SileroVADConfig) -> dict[str, tuple[int, ...]]:
+def expected_shapes(config: SileroConfig) -> dict[str, tuple[int, ...]]:
     """Native state-dict name -> shape, from a graph built on the meta device (no memory)."""
     with torch.device("meta"):
         model = SileroVAD(config)
@@ -108,7 +108,7 @@ def expected_shapes(config: SileroVADConfig) -> dict[str, tuple[int, ...]]:
 
 def convert_state_dict(
     tensors: Mapping[str, Tensor],
-    config: SileroVADConfig,
+    config: SileroConfig,
     source_format: CheckpointFormat | str,
     *,
     path: str | os.PathLike[str] | None = None,
@@ -208,7 +208,7 @@ def read_tensors(path: str | os.PathLike[str], source_format: CheckpointFormat |
 
 def config_for_checkpoint(
     tensors: Mapping[str, Tensor], source_format: CheckpointFormat | str, *, model_version: str = "v6"
-) -> SileroVADConfig:
+) -> SileroConfig:
     """The config matching a checkpoint: both rates for a TorchScript file that has ``_model_8k``, else 16 kHz."""
     fmt = CheckpointFormat(source_format)
     rates: tuple[int, ...] = (16000,)
@@ -216,13 +216,13 @@ def config_for_checkpoint(
         rates = (16000, 8000)
     if model_version not in ("v5", "v6"):
         raise CheckpointError(f"model_version must be 'v5' or 'v6', got {model_version!r}")
-    return SileroVADConfig(model_version="v5" if model_version == "v5" else "v6", sample_rates=rates)
+    return SileroConfig(model_version="v5" if model_version == "v5" else "v6", sample_rates=rates)
 
 
 def load_silero_vad(
     path: str | os.PathLike[str],
     *,
-    config: SileroVADConfig | None = None,
+    config: SileroConfig | None = None,
     model_version: str | None = None,
     source_format: CheckpointFormat | str | None = None,
 ) -> SileroVAD:

@@ -10,14 +10,14 @@ from typing import Any
 
 import click
 
-from voicehub._cli_audio import SAMPLE_RATE_HELP, audio_input, check_raw_inputs, cli_model_type, default_model_help
+from voicehub.cli._inputs import SAMPLE_RATE_HELP, audio_input, check_raw_inputs, cli_model_type, default_model_help
 from voicehub.core import strict_json
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.files import atomic_write as write_file_atomic
 from voicehub.core.files import check_output_file
 from voicehub.core.outputs import VADOutput
 from voicehub.core.tasks import SpeechTask
-from voicehub.voice_activity import VADOptions
+from voicehub.speech_segmentation import VADOptions
 
 
 def _format_text(output: VADOutput) -> str:
@@ -139,7 +139,7 @@ def vad_command(
     """
     from voicehub.auto import AutoModelForVoiceActivityDetection
 
-    overrides: dict[str, Any] = {
+    overrides: dict[str, object] = {
         key: value
         for key, value in (
             ("threshold", threshold),
@@ -160,9 +160,9 @@ def vad_command(
     try:
         if rttm is not None and not to_stdout:
             check_output_file(rttm, what="--rttm file")  # before loading or decoding anything
-        model_type = cli_model_type(AutoModelForVoiceActivityDetection, model_type, source)
+        model_type = cli_model_type(SpeechTask.VOICE_ACTIVITY_DETECTION, model_type, source)
         model = AutoModelForVoiceActivityDetection.from_pretrained(source, model_type=model_type)
-        model.resolve_options(**overrides)  # refuse bad options before decoding anything
+        options = model.resolve_options(**overrides)  # refuse bad options before decoding anything
         model.load()  # a missing or foreign checkpoint is reported once, not per file
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
@@ -173,7 +173,7 @@ def vad_command(
     failures: list[str] = []
     for path in tqdm(files, desc="vad", unit="file", disable=not show_progress, file=sys.stderr):
         try:
-            output = model.detect(audio_input(path, sample_rate), **overrides)
+            output = model.detect(audio_input(path, sample_rate), options=options)
         except VoiceHubError as err:
             failures.append(str(err))
             continue

@@ -35,9 +35,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from voicehub.architectures.silero_vad.config import (
+from voicehub.architectures.silero.config import (
     KERNEL_SIZE,
-    SileroVADConfig,
+    SileroConfig,
     branch_name,
     chunk_num_samples,
     context_num_samples,
@@ -93,7 +93,7 @@ class SileroVADBranch(nn.Module):
 
     stft_basis: Tensor
 
-    def __init__(self, config: SileroVADConfig, sample_rate: int) -> None:
+    def __init__(self, config: SileroConfig, sample_rate: int) -> None:
         super().__init__()
         self.sample_rate = sample_rate
         self.chunk_samples = chunk_num_samples(sample_rate)
@@ -159,9 +159,9 @@ class SileroVAD(nn.Module):
         config: sizes and the sample rates to build branches for.
     """
 
-    def __init__(self, config: SileroVADConfig | None = None) -> None:
+    def __init__(self, config: SileroConfig | None = None) -> None:
         super().__init__()
-        self.config = config or SileroVADConfig()
+        self.config = config or SileroConfig()
         self.branches = nn.ModuleDict(
             {branch_name(rate): SileroVADBranch(self.config, rate) for rate in self.config.sample_rates}
         )
