@@ -34,10 +34,10 @@ MEDIAN_FILTER_WIDTH = 7
 PREPEND_PUNCTUATIONS = "\"'“¿([{-"
 """Punctuation merged into the following word."""
 
-APPEND_PUNCTUATIONS = "\"'.。,，!！?？:：”)]}、"
+APPEND_PUNCTUATIONS = "\"'.。,，!！?？:：”)]}、"  # noqa: RUF001
 """Punctuation merged into the preceding word."""
 
-SENTENCE_END_MARKS = ".。!！?？"
+SENTENCE_END_MARKS = ".。!！?？"  # noqa: RUF001
 """Marks after which a long word is cut to twice the median duration."""
 
 MAX_MEDIAN_DURATION_S = 0.7
@@ -299,8 +299,29 @@ def add_word_timestamps(
             else:
                 segment.end_s = last.end_s
             last_speech_s = segment.end_s
+            separate_words(placed, step_s=model.config.time_precision_s)
         segment.words = placed
     return last_speech_s
+
+
+def separate_words(words: list[WordDraft], *, step_s: float) -> None:
+    """Give zero-length words one time step, taken from a neighbour in the same segment (in place).
+
+    Dynamic time warping can map two consecutive words to the same position, which the reference
+    leaves as a word of zero length (``start == end == next start``). Here such a word takes one
+    step (20 ms) from the following word, or from the preceding one, when that word stays longer
+    than one step; the segment's first start and last end never move. Afterwards word starts are
+    strictly increasing wherever a neighbour had time to spare.
+    """
+    for k, word in enumerate(words):
+        if word.end_s > word.start_s:
+            continue
+        following = words[k + 1] if k + 1 < len(words) else None
+        preceding = words[k - 1] if k > 0 else None
+        if following is not None and following.start_s == word.end_s and following.end_s - following.start_s > step_s:
+            word.end_s = following.start_s = round(word.start_s + step_s, 2)
+        elif preceding is not None and preceding.end_s == word.start_s and preceding.end_s - preceding.start_s > step_s:
+            word.start_s = preceding.end_s = round(word.end_s - step_s, 2)
 
 
 __all__ = [
@@ -316,4 +337,5 @@ __all__ = [
     "find_alignment",
     "median_filter",
     "merge_punctuations",
+    "separate_words",
 ]

@@ -26,7 +26,6 @@ import os
 import struct
 from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
 
 import torch
 from torch import Tensor
@@ -81,7 +80,7 @@ class PartsReader(io.RawIOBase):
         super().__init__()
         self._paths = list(paths)
         self._index = 0
-        self._handle: BinaryIO | None = None
+        self._handle: io.BufferedReader | None = None
         self._position = 0
 
     def readable(self) -> bool:
@@ -98,7 +97,7 @@ class PartsReader(io.RawIOBase):
         while self._index < len(self._paths):
             if self._handle is None:
                 self._handle = self._paths[self._index].open("rb")
-            count = self._handle.readinto(view)
+            count = int(self._handle.readinto(view))
             if count:
                 self._position += count
                 return count
@@ -118,7 +117,7 @@ class PartsReader(io.RawIOBase):
 class _Cursor:
     """Reads exact byte counts and names the offset and variable when the stream ends early."""
 
-    def __init__(self, stream: BinaryIO, path: str, total_num_bytes: int) -> None:
+    def __init__(self, stream: io.BufferedIOBase, path: str, total_num_bytes: int) -> None:
         self.stream = stream
         self.path = path
         self.total_num_bytes = total_num_bytes

@@ -22,6 +22,7 @@ keys and values: their queries are stacked into one attention call instead of co
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -60,7 +61,8 @@ class MLP(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """Map (..., W) -> (..., W)."""
-        return self.fc2(F.gelu(self.fc1(x)))
+        out: Tensor = self.fc2(F.gelu(self.fc1(x)))
+        return out
 
 
 class LayerCache:
@@ -147,7 +149,8 @@ class SelfAttention(nn.Module):
             else:
                 mask = torch.ones(length, end, dtype=torch.bool, device=x.device).tril(start)
                 attended = F.scaled_dot_product_attention(query, key, value, attn_mask=mask)
-        return self.out(attended.transpose(1, 2).reshape(rows, length, width))
+        out: Tensor = self.out(attended.transpose(1, 2).reshape(rows, length, width))
+        return out
 
 
 class CrossAttention(nn.Module):
@@ -206,7 +209,8 @@ class EncoderBlock(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         """Map (B, T, W) -> (B, T, W)."""
         x = x + self.attn(self.attn_ln(x))
-        return x + self.mlp(self.mlp_ln(x))
+        out: Tensor = x + self.mlp(self.mlp_ln(x))
+        return out
 
 
 class DecoderBlock(nn.Module):
@@ -269,7 +273,8 @@ class AudioEncoder(nn.Module):
         x = x + self.positional_embedding.to(x.dtype)
         for block in self.blocks:
             x = block(x)
-        return self.ln_post(x)
+        out: Tensor = self.ln_post(x)
+        return out
 
 
 class TextDecoder(nn.Module):
@@ -305,7 +310,7 @@ class TextDecoder(nn.Module):
         shape = (windows * group_size, self.heads, length, width // self.heads)
         layers = []
         for block in self.blocks:
-            key, value = block.cross_attn.keys_values(audio_features)
+            key, value = cast(DecoderBlock, block).cross_attn.keys_values(audio_features)
             layers.append(
                 LayerCache(
                     audio_features.new_zeros(shape),
@@ -372,7 +377,8 @@ class Whisper(nn.Module):
 
     def embed_audio(self, mel: Tensor) -> Tensor:
         """Encode log-mel windows (windows, num_mel_bins, 3000) -> float (windows, audio_context, W)."""
-        return self.encoder(mel.to(self.encoder.conv1.weight.dtype))
+        features: Tensor = self.encoder(mel.to(self.encoder.conv1.weight.dtype))
+        return features
 
     def forward(self, mel: Tensor, tokens: Tensor) -> Tensor:
         """Teacher-forced logits: every token sees itself and the tokens before it.
@@ -392,13 +398,13 @@ class Whisper(nn.Module):
 
 __all__ = [
     "MAX_TIMESCALE",
+    "MLP",
     "AudioEncoder",
     "CrossAttention",
     "DecoderBlock",
     "DecoderState",
     "EncoderBlock",
     "LayerCache",
-    "MLP",
     "SelfAttention",
     "TextDecoder",
     "Whisper",

@@ -41,8 +41,10 @@ _LANGUAGE_TOKEN = re.compile(r"<\|([a-z]{2,3})\|>")
 # Symbols that mark non-speech annotations (speaker tags, music, sound descriptions) rather than
 # words; their tokens are suppressed when a checkpoint ships no suppression list. Basic sentence
 # punctuation stays allowed, and so do "-" and "'" inside words.
-_NON_SPEECH_SYMBOLS = tuple('"#()*+/:;<=>@[\\]^_`{|}~「」『』') + tuple(
-    "<< >> <<< >>> -- --- -( -[ (' (\" (( )) ((( ))) [[ ]] {{ }} ♪♪ ♪♪♪".split()
+_NON_SPEECH_SYMBOLS = (
+    *'"#()*+/:;<=>@[\\]^_`{|}~「」『』',
+    *("<<", ">>", "<<<", ">>>", "--", "---", "-(", "-[", "('", '("', "((", "))", "(((", ")))", "[[", "]]"),
+    *("{{", "}}", "♪♪", "♪♪♪"),
 )
 _MUSIC_SYMBOLS = tuple("♩♪♫♬♭♮♯")  # several tokens each; their shared first token is suppressed
 
