@@ -137,3 +137,37 @@ def test_whisper_decoder_refuses_to_run_past_its_context(model: Whisper, feature
     state = model.decoder.init_state(features[:1])
     with pytest.raises(InferenceOptionError, match="24 positions"):
         model.decoder(_tokens(1, 25), state)
+
+
+@torch.inference_mode()
+def test_whisper_output_projection_stays_tied_to_the_embedding(model: Whisper, features: torch.Tensor) -> None:
+    assert "decoder.output.weight" not in model.state_dict()
+    assert sum(p.numel() for p in model.parameters()) == sum(
+        t.numel() for name, t in model.state_dict().items() if name != "encoder.positional_embedding"
+    )
+    copy = Whisper(SMALL).eval()
+    state = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    copy.load_state_dict(state, strict=True, assign=True)  # replaces the embedding parameter object
+    assert copy.decoder.output.weight is copy.decoder.token_embedding.weight
+    tokens = _tokens(1, 4)
+    assert torch.equal(_logits(copy, features[:1], tokens), _logits(model, features[:1], tokens))
+
+
+@torch.inference_mode()
+def test_whisper_int8_dynamic_pass_reaches_every_linear_including_the_output(model: Whisper, features: torch.Tensor) -> None:
+    from voicehub.optimization.builtin.quantization import Int8DynamicPass
+    from voicehub.optimization.capabilities import OptimizationContext
+
+    int8, context = Int8DynamicPass(), OptimizationContext()
+    tokens = _tokens(1, 5)
+    reference = _logits(model, features[:1], tokens)
+    result = int8.apply(model, context)
+    try:
+        assert not any(type(m) is torch.nn.Linear for m in model.modules())
+        assert "decoder.output" in result.metadata["quantized_layers"]  # type: ignore[operator]
+        quantized = _logits(model, model.embed_audio(_mel(3)[:1]), tokens)
+        assert (quantized - reference).abs().max() < 0.1 * reference.abs().max()
+    finally:
+        int8.restore(model, result.state, context)
+    assert model.decoder.output.weight is model.decoder.token_embedding.weight
+    assert torch.equal(_logits(model, features[:1], tokens), reference)

@@ -277,6 +277,12 @@ class AudioEncoder(nn.Module):
         return out
 
 
+def _retie_after_load(module: nn.Module, incompatible_keys: object) -> None:
+    """``load_state_dict`` post-hook of :class:`TextDecoder` (a module-level function: models stay picklable)."""
+    if isinstance(module, TextDecoder):
+        module._tie_output()
+
+
 class TextDecoder(nn.Module):
     """Tokens + audio features -> next-token logits, with a key/value cache."""
 
@@ -291,6 +297,19 @@ class TextDecoder(nn.Module):
         self.positional_embedding = nn.Parameter(torch.zeros(config.text_context, width))
         self.blocks = nn.ModuleList(DecoderBlock(width, config.text_heads) for _ in range(config.text_layers))
         self.ln = nn.LayerNorm(width)
+        # The output projection is the embedding matrix (tied). A Linear holds it too, so that module
+        # passes (int8 dynamic quantisation) can swap the projection, the largest product of a decoding
+        # step; its weight is a plain reference, not a parameter of its own, so the state dict and
+        # parameters() hold the matrix once.
+        self.output = nn.Linear(width, config.vocab_size, bias=False, device="meta")
+        del self.output.weight
+        self._tie_output()
+        self.register_load_state_dict_post_hook(_retie_after_load)
+
+    def _tie_output(self) -> None:
+        """Point the output projection at the current embedding matrix (after a load replaced it)."""
+        if type(self.output) is nn.Linear:
+            object.__setattr__(self.output, "weight", self.token_embedding.weight)
 
     def init_state(self, audio_features: Tensor, *, group_size: int = 1, max_length: int | None = None) -> DecoderState:
         """Compute the cross-attention keys and values once and allocate the self-attention cache.
@@ -357,7 +376,8 @@ class TextDecoder(nn.Module):
 
     def logits(self, hidden: Tensor) -> Tensor:
         """Project hidden states (..., W) onto the vocabulary with the tied embedding: float32 (..., vocab)."""
-        return F.linear(hidden, self.token_embedding.weight).float()
+        logits: Tensor = self.output(hidden)
+        return logits.float()
 
 
 class Whisper(nn.Module):
