@@ -17,6 +17,7 @@ import torch
 if TYPE_CHECKING:
     from voicehub.architectures.whisper import LoadedWhisper
 
+
 def wheel_path(distribution: str, path: str) -> Path:
     """A file or directory inside an installed distribution, without importing it."""
     return Path(str(importlib.metadata.distribution(distribution).locate_file(path)))
@@ -31,7 +32,7 @@ BASE_DIRS = (
 
 @pytest.fixture(scope="session")
 def one_thread() -> Iterator[None]:
-    """One intra-op thread: the machines are shared and two contended threads run slower than one (restored afterwards)."""
+    """One intra-op thread (restored afterwards): the machines are shared, two contended threads run slower."""
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -51,16 +51,16 @@ def clips() -> list[np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def tiny(whisper_tiny) -> WhisperTranscriber:  # type: ignore[no-untyped-def]
+def tiny(whisper_tiny) -> WhisperTranscriber:
     return WhisperTranscriber(whisper_tiny.model, whisper_tiny.tokenizer, whisper_tiny.generation)
 
 
 @pytest.fixture(scope="module")
-def base(whisper_base) -> WhisperTranscriber:  # type: ignore[no-untyped-def]
+def base(whisper_base) -> WhisperTranscriber:
     return WhisperTranscriber(whisper_base.model, whisper_base.tokenizer, whisper_base.generation)
 
 
-def _faster_whisper(directories: tuple[Path, ...]):  # type: ignore[no-untyped-def]
+def _faster_whisper(directories: tuple[Path, ...]):
     """faster-whisper on the checkpoint's files; the split base model.bin is handed over in memory."""
     from faster_whisper import WhisperModel
 
@@ -83,7 +83,7 @@ def _oracle_texts(directories: tuple[Path, ...], clips: list[np.ndarray], **opti
 
 
 @pytest.mark.slow
-def test_tiny_en_greedy_transcripts_equal_faster_whisper_and_wer(tiny, clips, whisper_tiny_dir) -> None:  # type: ignore[no-untyped-def]
+def test_tiny_en_greedy_transcripts_equal_faster_whisper_and_wer(tiny, clips, whisper_tiny_dir) -> None:
     batch = tiny.transcribe_windows(clips, options=GREEDY)  # the five clips decoded as one batch
     texts = [transcript.text for transcript in batch]
     assert texts == _oracle_texts((whisper_tiny_dir,), clips)
@@ -95,14 +95,14 @@ def test_tiny_en_greedy_transcripts_equal_faster_whisper_and_wer(tiny, clips, wh
 
 
 @pytest.mark.slow
-def test_base_greedy_transcripts_equal_faster_whisper_and_wer(base, clips, whisper_base_dirs) -> None:  # type: ignore[no-untyped-def]
+def test_base_greedy_transcripts_equal_faster_whisper_and_wer(base, clips, whisper_base_dirs) -> None:
     batch = base.transcribe_windows(clips, options=DecodingOptions(temperatures=(0.0,), language="en"))
     texts = [transcript.text for transcript in batch]
     assert texts == _oracle_texts(whisper_base_dirs, clips)
     assert word_error_rate(texts, _references()) <= 0.02
 
 
-def test_batched_windows_equal_one_by_one_with_offsets(tiny, clips) -> None:  # type: ignore[no-untyped-def]
+def test_batched_windows_equal_one_by_one_with_offsets(tiny, clips) -> None:
     batch = tiny.transcribe_windows(clips[:3], offsets_s=[0.0, 10.0, 20.5], options=GREEDY)
     for index, transcript in enumerate(batch):
         alone = tiny.transcribe_windows([clips[index]], options=GREEDY)[0]
@@ -112,7 +112,7 @@ def test_batched_windows_equal_one_by_one_with_offsets(tiny, clips) -> None:  # 
         assert transcript.segments[-1].end_s <= offset + transcript.duration_s + 0.02
 
 
-def test_goforward_gives_go_forward_ten_meters(tiny) -> None:  # type: ignore[no-untyped-def]
+def test_goforward_gives_go_forward_ten_meters(tiny) -> None:
     samples = np.frombuffer((DATA / "goforward.raw").read_bytes(), dtype="<i2").astype(np.float32) / 32768.0
     transcript = tiny.transcribe(samples)
     assert word_error_rate([transcript.text], ["go forward ten meters"]) == 0.0
@@ -124,7 +124,7 @@ def _silence_and_noise() -> list[np.ndarray]:
     return [np.zeros(5 * 16000, dtype=np.float32), noise]
 
 
-def test_silence_and_white_noise_give_no_text(tiny, base) -> None:  # type: ignore[no-untyped-def]
+def test_silence_and_white_noise_give_no_text(tiny, base) -> None:
     for transcriber, options in ((tiny, DecodingOptions()), (base, DecodingOptions(language="en"))):
         for transcript in transcriber.transcribe_windows(_silence_and_noise(), options=options):
             assert transcript.segments == () and transcript.text == ""
@@ -132,21 +132,27 @@ def test_silence_and_white_noise_give_no_text(tiny, base) -> None:  # type: igno
         assert tiny.transcribe(samples).text == ""
 
 
-def test_base_detects_english_on_english_speech(base, clips) -> None:  # type: ignore[no-untyped-def]
+def test_base_detects_english_on_english_speech(base, clips) -> None:
     transcripts = base.transcribe_windows(clips[:2], options=GREEDY)
     assert [t.language for t in transcripts] == ["en", "en"]
     assert min(t.language_probability for t in transcripts) > 0.9
     assert transcripts[0].text.startswith("And Mr. John Dashwood")
 
 
-def test_translate_puts_the_translate_token_in_the_start_sequence(base) -> None:  # type: ignore[no-untyped-def]
+def test_translate_puts_the_translate_token_in_the_start_sequence(base) -> None:
     special = base.tokenizer.special
     options = DecodingOptions(task="translate")
-    assert base.decoder.initial_tokens("de", options) == [special.sot, base.tokenizer.language_id("de"), special.translate]
+    assert base.decoder.initial_tokens("de", options) == [
+        special.sot,
+        base.tokenizer.language_id("de"),
+        special.translate,
+    ]
 
 
-def test_temperature_fallback_keeps_the_most_probable_result(tiny, clips) -> None:  # type: ignore[no-untyped-def]
-    never_good = DecodingOptions(temperatures=(0.0, 0.6, 1.0), best_of=2, logprob_threshold=0.0, no_speech_threshold=None)
+def test_temperature_fallback_keeps_the_most_probable_result(tiny, clips) -> None:
+    never_good = DecodingOptions(
+        temperatures=(0.0, 0.6, 1.0), best_of=2, logprob_threshold=0.0, no_speech_threshold=None
+    )
     transcript = tiny.transcribe_windows(clips[3:4], options=never_good)[0]  # every result falls back
     greedy = tiny.transcribe_windows(clips[3:4], options=GREEDY)[0]
     assert {s.temperature for s in transcript.segments} == {1.0}  # reported at the last temperature tried
@@ -156,13 +162,13 @@ def test_temperature_fallback_keeps_the_most_probable_result(tiny, clips) -> Non
 
 
 @pytest.fixture(scope="module")
-def openai_tiny(whisper_tiny, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:  # type: ignore[no-untyped-def]
+def openai_tiny(whisper_tiny, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     whisper = pytest.importorskip("whisper")
     path = export_openai_checkpoint(whisper_tiny.model, tmp_path_factory.mktemp("oracle") / "tiny.en.pt")
     yield whisper.load_model(str(path), device="cpu")
 
 
-def test_beam_search_and_prompt_tokens_equal_openai_whisper(tiny, openai_tiny, clips) -> None:  # type: ignore[no-untyped-def]
+def test_beam_search_and_prompt_tokens_equal_openai_whisper(tiny, openai_tiny, clips) -> None:
     import whisper
 
     mel = window_log_mel([torch.from_numpy(clips[0])], 80)
@@ -183,7 +189,7 @@ def test_beam_search_and_prompt_tokens_equal_openai_whisper(tiny, openai_tiny, c
         assert mine.no_speech_prob == pytest.approx(expected.no_speech_prob, abs=1e-4)
 
 
-def test_invalid_options_raise_named_errors(tiny, base) -> None:  # type: ignore[no-untyped-def]
+def test_invalid_options_raise_named_errors(tiny, base) -> None:
     with pytest.raises(DecodingOptionError) as info:
         DecodingOptions(beam_size=0)
     assert info.value.option == "beam_size" and info.value.actual == 0

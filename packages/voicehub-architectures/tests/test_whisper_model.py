@@ -154,7 +154,9 @@ def test_whisper_output_projection_stays_tied_to_the_embedding(model: Whisper, f
 
 
 @torch.inference_mode()
-def test_whisper_int8_dynamic_pass_reaches_every_linear_including_the_output(model: Whisper, features: torch.Tensor) -> None:
+def test_whisper_int8_dynamic_pass_reaches_every_linear_including_the_output(
+    model: Whisper, features: torch.Tensor
+) -> None:
     from voicehub.optimization.builtin.quantization import Int8DynamicPass
     from voicehub.optimization.capabilities import OptimizationContext
 
@@ -164,7 +166,7 @@ def test_whisper_int8_dynamic_pass_reaches_every_linear_including_the_output(mod
     result = int8.apply(model, context)
     try:
         assert not any(type(m) is torch.nn.Linear for m in model.modules())
-        assert "decoder.output" in result.metadata["quantized_layers"]  # type: ignore[operator]
+        assert "decoder.output" in result.metadata["quantized_layers"]
         quantized = _logits(model, model.embed_audio(_mel(3)[:1]), tokens)
         assert (quantized - reference).abs().max() < 0.1 * reference.abs().max()
     finally:

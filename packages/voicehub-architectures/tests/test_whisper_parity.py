@@ -34,7 +34,7 @@ LOGITS_BOUND = 1e-3
 
 
 @pytest.fixture(scope="module")
-def oracle(whisper_tiny, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:  # type: ignore[no-untyped-def]
+def oracle(whisper_tiny, tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     whisper = pytest.importorskip("whisper")
     path = export_openai_checkpoint(whisper_tiny.model, tmp_path_factory.mktemp("oracle") / "tiny.en.pt")
     yield whisper.load_model(str(path), device="cpu")
@@ -78,7 +78,7 @@ def test_window_log_mel_is_what_openai_whisper_transcribe_feeds_the_encoder(clip
 
 
 @torch.inference_mode()
-def test_encoder_and_first_step_logits_match_openai_whisper(whisper_tiny, oracle, clips) -> None:  # type: ignore[no-untyped-def]
+def test_encoder_and_first_step_logits_match_openai_whisper(whisper_tiny, oracle, clips) -> None:
     mel = window_log_mel(clips[:2], 80)  # two windows: batched through both graphs
     reference = oracle.encoder(mel)
     features = whisper_tiny.model.embed_audio(mel)
@@ -92,7 +92,7 @@ def test_encoder_and_first_step_logits_match_openai_whisper(whisper_tiny, oracle
 
 
 @torch.inference_mode()
-def test_teacher_forced_logits_match_openai_whisper(whisper_tiny, oracle, clips) -> None:  # type: ignore[no-untyped-def]
+def test_teacher_forced_logits_match_openai_whisper(whisper_tiny, oracle, clips) -> None:
     tokenizer = whisper_tiny.tokenizer
     text = " And Mr. John Dashwood had then leisure to consider how much there might be prudently"
     tokens = torch.tensor([[tokenizer.special.sot, tokenizer.special.timestamp_begin, *tokenizer.encode(text)]])

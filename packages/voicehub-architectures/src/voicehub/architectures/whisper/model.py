@@ -304,7 +304,7 @@ class TextDecoder(nn.Module):
         self.output = nn.Linear(width, config.vocab_size, bias=False, device="meta")
         del self.output.weight
         self._tie_output()
-        self.register_load_state_dict_post_hook(_retie_after_load)
+        self.register_load_state_dict_post_hook(_retie_after_load)  # type: ignore[no-untyped-call]
 
     def _tie_output(self) -> None:
         """Point the output projection at the current embedding matrix (after a load replaced it)."""
