@@ -219,3 +219,51 @@ def test_openai_checkpoint_without_tokenizer_or_with_bad_dims_is_refused(tmp_pat
     (tmp_path / "broken.pt").write_bytes(path.read_bytes()[:1000])
     with pytest.raises(CheckpointError, match=r"weights_only=True"):
         load_whisper(tmp_path / "broken.pt", tokenizer=tmp_path / "missing.json")
+
+
+def test_hugging_face_checkpoint_loads_and_matches_transformers(tmp_path: Path, whisper_tiny_dir: Path) -> None:
+    transformers = pytest.importorskip("transformers")
+    hf_config = transformers.WhisperConfig(
+        vocab_size=51864, num_mel_bins=80, d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=256, decoder_ffn_dim=256, max_source_positions=1500,
+        max_target_positions=448,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    reference = transformers.WhisperForConditionalGeneration(hf_config).eval()
+    with torch.no_grad():  # non-trivial biases and norms (transformers initialises them to 0 and 1)
+        for name, parameter in reference.named_parameters():
+            if name.endswith("bias") or "layer_norm" in name:
+                parameter.add_(torch.randn_like(parameter) * 0.1)
+    reference.generation_config.alignment_heads = [[1, 0], [1, 3]]
+    reference.generation_config.suppress_tokens = [1, 2, 7]
+    reference.generation_config.begin_suppress_tokens = [220, 50256]
+    reference.save_pretrained(tmp_path)  # model.safetensors, config.json, generation_config.json
+    shutil.copy(whisper_tiny_dir / "tokenizer.json", tmp_path / "tokenizer.json")
+    assert (tmp_path / "model.safetensors").is_file()
+    loaded = load_whisper(tmp_path)
+    assert loaded.files.format == "hugging-face"
+    assert loaded.model.config == WhisperConfig(
+        audio_width=64, audio_heads=4, audio_layers=2, text_width=64, text_heads=4, text_layers=2
+    )
+    assert loaded.generation.alignment_heads == ((1, 0), (1, 3))
+    assert loaded.generation.suppress_tokens == (1, 2, 7)
+    mel = torch.randn(1, 80, 3000, generator=torch.Generator().manual_seed(1))
+    tokens = torch.tensor([[50257, 50362, 440, 3290, 318]])
+    with torch.inference_mode():
+        expected = reference(input_features=mel, decoder_input_ids=tokens).logits
+        logits = loaded.model(mel, tokens)
+    assert (logits - expected).abs().max() <= 1e-4 * max(1.0, float(expected.abs().max()))
+
+
+def test_hugging_face_checkpoint_with_an_untied_projection_is_refused() -> None:
+    from voicehub.architectures.whisper.checkpoint import convert_hugging_face
+
+    sizes = {"num_mel_bins": 80, "max_source_positions": 1500, "d_model": 64, "encoder_attention_heads": 4,
+             "encoder_layers": 1, "vocab_size": 51864, "max_target_positions": 16, "decoder_attention_heads": 4,
+             "decoder_layers": 1}  # fmt: skip
+    tensors = {"model.encoder.conv1.weight": torch.zeros(64, 80, 3), "model.decoder.embed_tokens.weight": torch.zeros(51864, 64),
+               "proj_out.weight": torch.ones(51864, 64)}  # fmt: skip
+    with pytest.raises(CheckpointMismatchError, match="untied"):
+        convert_hugging_face(tensors, sizes)
+    with pytest.raises(CheckpointMismatchError, match="lacks integer sizes"):
+        convert_hugging_face(tensors, {**sizes, "d_model": None})
