@@ -261,8 +261,11 @@ def test_hugging_face_checkpoint_with_an_untied_projection_is_refused() -> None:
     sizes = {"num_mel_bins": 80, "max_source_positions": 1500, "d_model": 64, "encoder_attention_heads": 4,
              "encoder_layers": 1, "vocab_size": 51864, "max_target_positions": 16, "decoder_attention_heads": 4,
              "decoder_layers": 1}  # fmt: skip
-    tensors = {"model.encoder.conv1.weight": torch.zeros(64, 80, 3), "model.decoder.embed_tokens.weight": torch.zeros(51864, 64),
-               "proj_out.weight": torch.ones(51864, 64)}  # fmt: skip
+    tensors = {
+        "model.encoder.conv1.weight": torch.zeros(64, 80, 3),
+        "model.decoder.embed_tokens.weight": torch.zeros(51864, 64),
+        "proj_out.weight": torch.ones(51864, 64),
+    }
     with pytest.raises(CheckpointMismatchError, match="untied"):
         convert_hugging_face(tensors, sizes)
     with pytest.raises(CheckpointMismatchError, match="lacks integer sizes"):
