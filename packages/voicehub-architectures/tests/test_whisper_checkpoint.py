@@ -221,6 +221,7 @@ def test_openai_checkpoint_without_tokenizer_or_with_bad_dims_is_refused(tmp_pat
         load_whisper(tmp_path / "broken.pt", tokenizer=tmp_path / "missing.json")
 
 
+@pytest.mark.slow  # importing transformers takes seconds
 def test_hugging_face_checkpoint_loads_and_matches_transformers(tmp_path: Path, whisper_tiny_dir: Path) -> None:
     transformers = pytest.importorskip("transformers")
     hf_config = transformers.WhisperConfig(

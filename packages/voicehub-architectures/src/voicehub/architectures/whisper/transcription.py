@@ -214,6 +214,25 @@ class WhisperTranscriber:
             ),
         )
 
+    @torch.inference_mode()
+    def detect_language(self, waveforms: Sequence[Tensor | np.ndarray]) -> list[dict[str, float]]:
+        """Language probabilities of windows of at most 30 s (multilingual checkpoints).
+
+        Args:
+            waveforms: float (num_samples,) arrays at 16000 Hz, each at most 30 s.
+
+        Returns:
+            One ``{language code: probability}`` per window.
+
+        Raises:
+            AudioError: for a window longer than 30 s.
+            DecodingOptionError: on an English-only checkpoint.
+        """
+        samples = [as_waveform_batch(w)[0] for w in waveforms]
+        if not samples:
+            return []
+        return self.decoder.detect_language(self._encode(window_log_mel(samples, self.model.config.num_mel_bins)))
+
     # ------------------------------------------------------------------------------------ batched windows
     @torch.inference_mode()
     def transcribe_windows(
@@ -230,7 +249,9 @@ class WhisperTranscriber:
             offsets_s: where each window starts in its source, in seconds (added to every time);
                 default 0.
             options: decoding options; ``initial_prompt`` is given to every window,
-                ``condition_on_previous_text`` does not apply (windows are independent).
+                ``condition_on_previous_text`` does not apply (windows are independent), and
+                ``language=None`` detects the language of each window on its own (detect it once
+                with :meth:`detect_language` and pass it to give all windows one language).
 
         Returns:
             One transcript per window, times in the source's time line.
