@@ -368,13 +368,14 @@ class WhisperDecoder:
                     chosen = torch.multinomial((logits / temperature).softmax(dim=-1), 1, generator=generator)[:, 0]
                 else:
                     chosen = logits.argmax(dim=-1)
-                chosen_logprobs = logprobs.gather(1, chosen[:, None])[:, 0].double()
+                active = torch.tensor([not finished_row for finished_row in done])
+                chosen_logprobs = logprobs.gather(1, chosen[:, None])[:, 0].double().cpu()
+                sum_logprobs += torch.where(active, chosen_logprobs, 0.0)
                 next_tokens = chosen.tolist()
                 for row, token in enumerate(next_tokens):
                     if done[row]:
                         next_tokens[row] = special.eot
                         continue
-                    sum_logprobs[row] += chosen_logprobs[row]
                     if token == special.eot:
                         done[row] = True
                     else:
