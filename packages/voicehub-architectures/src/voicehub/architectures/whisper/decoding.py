@@ -1,0 +1,538 @@
+"""Token decoding of 30 s windows: greedy, beam search and sampling with Whisper's logit rules.
+
+The rules follow openai/whisper ``decoding.py`` (MIT) and what faster-whisper passes to
+CTranslate2:
+
+1. The decoder input is ``[<|startofprev|> prompt...] + start sequence [+ <|notimestamps|>]``; the
+   prompt is the last ``text_context // 2 - 1`` tokens of the previous text or initial prompt.
+2. The no-speech probability is the probability of ``<|nospeech|>`` right after
+   ``<|startoftranscript|>`` at the first step.
+3. At every step: the checkpoint's suppressed tokens and the control tokens (task, start, previous,
+   LM, no-speech) get probability 0; at the first step also the blank and end-of-text.
+4. With timestamps: ``<|notimestamps|>`` is never sampled; the first token is a timestamp of at
+   most ``max_initial_timestamp_s``; timestamps come in pairs (after one timestamp only another
+   one or end-of-text... after a pair only text); they never decrease, and a segment is never empty;
+   when the timestamps together are more probable than any text token, a timestamp is taken.
+5. Greedy and sampling keep ``group`` independent rows per window; beam search keeps ``beam_size``
+   rows, expands each by its ``beam_size + 1`` best tokens, collects finished sequences until
+   ``round(beam_size * patience)`` exist, and ranks them by summed log-probability over length
+   (or the length penalty ``((5 + n) / 6) ** alpha``).
+6. Temperature fallback (per window): a result whose text compresses by more than
+   ``compression_ratio_threshold`` (gzip, a repetition loop) or whose average log-probability is
+   below ``logprob_threshold`` is decoded again at the next temperature, unless the window is
+   silent (no-speech probability above ``no_speech_threshold`` and low log-probability). If every
+   temperature fails, the result with the best average log-probability among those under the
+   compression threshold is kept (faster-whisper's choice).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import zlib
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from voicehub.architectures.errors import DecodingOptionError
+from voicehub.architectures.whisper.config import WhisperGenerationConfig
+from voicehub.architectures.whisper.model import Whisper
+from voicehub.architectures.whisper.tokenizer import Task, WhisperTokenizer
+
+DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+"""The reference fallback temperatures."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DecodingOptions:
+    """How to decode (all defaults are those of openai-whisper's ``transcribe``).
+
+    Attributes:
+        task: ``"transcribe"`` (the spoken language) or ``"translate"`` (to English; multilingual only).
+        language: language code (``"en"``, ``"de"``...); ``None`` detects it on multilingual
+            checkpoints and means English on English-only ones.
+        temperatures: tried in order until a result passes the fallback checks; 0 is greedy or beam.
+        beam_size: beams at temperature 0; 1 is greedy decoding.
+        best_of: independent samples at a temperature above 0, the most probable one is kept.
+        patience: beam search stops once ``round(beam_size * patience)`` sequences are finished.
+        length_penalty: ``None`` ranks by log-probability / length, else by the Google NMT
+            penalty with this alpha in [0, 1].
+        compression_ratio_threshold: fall back when the text's gzip ratio is above this (``None``: never).
+        logprob_threshold: fall back when the average token log-probability is below this.
+        no_speech_threshold: a window is silent when its no-speech probability is above this and its
+            average log-probability is below ``logprob_threshold``; silent windows give no text.
+        without_timestamps: decode text only (``<|notimestamps|>``); segments then span the window.
+        max_initial_timestamp_s: latest first timestamp, in seconds.
+        suppress_blank: forbid a blank or end-of-text as the first token.
+        initial_prompt: text given to the first window as previous text (vocabulary, style).
+        condition_on_previous_text: give each window of a long file the text so far as its prompt.
+        prompt_reset_on_temperature: stop conditioning after a window decoded above this temperature.
+        word_timestamps: add word timings from the cross-attention alignment heads.
+        max_new_tokens: most tokens sampled per window (default ``text_context // 2``).
+        seed: seed of the sampler used at temperatures above 0 (results are reproducible).
+    """
+
+    task: Task = "transcribe"
+    language: str | None = None
+    temperatures: tuple[float, ...] = DEFAULT_TEMPERATURES
+    beam_size: int = 1
+    best_of: int = 5
+    patience: float = 1.0
+    length_penalty: float | None = None
+    compression_ratio_threshold: float | None = 2.4
+    logprob_threshold: float | None = -1.0
+    no_speech_threshold: float | None = 0.6
+    without_timestamps: bool = False
+    max_initial_timestamp_s: float = 1.0
+    suppress_blank: bool = True
+    initial_prompt: str | None = None
+    condition_on_previous_text: bool = True
+    prompt_reset_on_temperature: float = 0.5
+    word_timestamps: bool = False
+    max_new_tokens: int | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        def positive_int(name: str) -> None:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise DecodingOptionError(name, expected="an integer >= 1", actual=value)
+
+        positive_int("beam_size")
+        positive_int("best_of")
+        if self.max_new_tokens is not None:
+            positive_int("max_new_tokens")
+        if self.task not in ("transcribe", "translate"):
+            raise DecodingOptionError("task", expected="'transcribe' or 'translate'", actual=self.task)
+        if self.language is not None and not isinstance(self.language, str):
+            raise DecodingOptionError(
+                "language", expected="a language code such as 'en', or None", actual=self.language
+            )
+        temperatures = self.temperatures
+        if isinstance(temperatures, (int, float)):
+            object.__setattr__(self, "temperatures", (float(temperatures),))
+        elif not isinstance(temperatures, tuple) or not temperatures:
+            raise DecodingOptionError(
+                "temperature", expected="a number >= 0 or a non-empty tuple of them", actual=temperatures
+            )
+        if any(
+            isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0
+            for t in self.temperatures
+        ):
+            raise DecodingOptionError("temperature", expected="finite numbers >= 0", actual=self.temperatures)
+        if not math.isfinite(self.patience) or self.patience <= 0 or round(self.beam_size * self.patience) < 1:
+            raise DecodingOptionError(
+                "patience", expected="a number > 0 with round(beam_size * patience) >= 1", actual=self.patience
+            )
+        if self.length_penalty is not None and not 0 <= self.length_penalty <= 1:
+            raise DecodingOptionError(
+                "length_penalty", expected="None or a number in [0, 1]", actual=self.length_penalty
+            )
+        if self.no_speech_threshold is not None and not 0 <= self.no_speech_threshold <= 1:
+            raise DecodingOptionError(
+                "no_speech_threshold", expected="None or a probability in [0, 1]", actual=self.no_speech_threshold
+            )
+        if not 0 <= self.max_initial_timestamp_s <= 30:
+            raise DecodingOptionError(
+                "max_initial_timestamp_s", expected="seconds in [0, 30]", actual=self.max_initial_timestamp_s
+            )
+        if self.word_timestamps and self.without_timestamps:
+            raise DecodingOptionError(
+                "word_timestamps", expected="False when without_timestamps is True", actual=True,
+                fix="word timings need the segment timestamps",
+            )  # fmt: skip
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class DecodingResult:
+    """The decoding of one window at one temperature.
+
+    Attributes:
+        tokens: sampled tokens (text and timestamps), without the start sequence and end-of-text.
+        text: their text, stripped.
+        avg_logprob: summed token log-probability over ``len(tokens) + 1`` (end-of-text counted).
+        no_speech_prob: probability of ``<|nospeech|>`` after ``<|startoftranscript|>``.
+        temperature: the temperature used.
+        compression_ratio: UTF-8 bytes of ``text`` over its zlib-compressed bytes.
+    """
+
+    tokens: tuple[int, ...]
+    text: str
+    avg_logprob: float
+    no_speech_prob: float
+    temperature: float
+    compression_ratio: float
+
+
+def compression_ratio(text: str) -> float:
+    """UTF-8 length of ``text`` over its zlib-compressed length (repetitive text compresses well)."""
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+class _TimestampRules:
+    """Rule 4 of the module docstring, applied in place to a batch of logits."""
+
+    def __init__(self, tokenizer: WhisperTokenizer, max_initial_index: int) -> None:
+        self.begin = tokenizer.special.timestamp_begin
+        self.eot = tokenizer.special.eot
+        self.no_timestamps = tokenizer.special.no_timestamps
+        self.max_initial_index = max_initial_index
+
+    def apply(self, logits: Tensor, sampled: Sequence[Sequence[int]]) -> None:
+        begin = self.begin
+        logits[:, self.no_timestamps] = -math.inf
+        for row, seq in enumerate(sampled):
+            if not seq:
+                logits[row, :begin] = -math.inf
+                logits[row, begin + self.max_initial_index + 1 :] = -math.inf
+                continue
+            last_is_time = seq[-1] >= begin
+            penultimate_is_time = len(seq) < 2 or seq[-2] >= begin
+            if last_is_time:
+                if penultimate_is_time:
+                    logits[row, begin:] = -math.inf
+                else:
+                    logits[row, : self.eot] = -math.inf
+            last_time = next((t for t in reversed(seq) if t >= begin), None)
+            if last_time is not None:
+                # Timestamps never decrease; a closing timestamp may repeat the opening one's value
+                # only directly (empty segments are forbidden by the pairing rule above).
+                limit = last_time if last_is_time and not penultimate_is_time else last_time + 1
+                logits[row, begin:limit] = -math.inf
+        logprobs = F.log_softmax(logits, dim=-1)
+        time_mass = logprobs[:, begin:].logsumexp(dim=-1)
+        best_text = logprobs[:, :begin].amax(dim=-1)
+        rows = (time_mass > best_text).nonzero().flatten()
+        if rows.numel():
+            logits[rows, :begin] = -math.inf
+
+
+@dataclasses.dataclass(slots=True)
+class _Beam:
+    finished: dict[tuple[int, ...], float] = dataclasses.field(default_factory=dict)
+
+
+class WhisperDecoder:
+    """Decodes batches of encoded 30 s windows with one checkpoint's tokenizer and generation facts.
+
+    Args:
+        model: the graph (eval mode).
+        tokenizer: the checkpoint's tokenizer.
+        generation: its suppressed tokens and alignment heads.
+    """
+
+    def __init__(self, model: Whisper, tokenizer: WhisperTokenizer, generation: WhisperGenerationConfig) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.generation = generation
+        special = tokenizer.special
+        control = (
+            special.transcribe,
+            special.translate,
+            special.sot,
+            special.sot_prev,
+            special.sot_lm,
+            special.no_speech,
+        )
+        self.suppress = torch.tensor(sorted(set(generation.suppress_tokens) | set(control)), dtype=torch.long)
+        self.begin_suppress = torch.tensor(sorted(set(generation.begin_suppress_tokens)), dtype=torch.long)
+
+    # -------------------------------------------------------------------------------------------- prompts
+    def initial_tokens(self, language: str | None, options: DecodingOptions, previous: Sequence[int] = ()) -> list[int]:
+        """Rule 1: the decoder input for one window.
+
+        Args:
+            language: the window's language (ignored on English-only checkpoints).
+            options: task and timestamps.
+            previous: previous-text tokens (already including the initial prompt, if any).
+
+        Raises:
+            UnsupportedLanguageError: for a language without a token.
+        """
+        tokens: list[int] = []
+        if previous:
+            limit = self.model.config.text_context // 2 - 1
+            tokens = [self.tokenizer.special.sot_prev, *list(previous)[-limit:]]
+        tokens.extend(self.tokenizer.sot_sequence(language, options.task))
+        if options.without_timestamps:
+            tokens.append(self.tokenizer.special.no_timestamps)
+        return tokens
+
+    def prompt_tokens(self, text: str | None) -> list[int]:
+        """Tokens of an initial prompt (``" " + text.strip()``), or none."""
+        return self.tokenizer.encode(" " + text.strip()) if text else []
+
+    # ------------------------------------------------------------------------------------------- language
+    @torch.inference_mode()
+    def detect_language(self, audio_features: Tensor) -> list[dict[str, float]]:
+        """Probabilities of each language token after ``<|startoftranscript|>``, per window.
+
+        Args:
+            audio_features: float (windows, audio_context, W) from the encoder.
+
+        Returns:
+            One ``{code: probability}`` per window, summing to 1 over the checkpoint's languages.
+
+        Raises:
+            DecodingOptionError: on an English-only checkpoint (it has no language tokens to choose from).
+        """
+        if not self.tokenizer.multilingual:
+            raise DecodingOptionError(
+                "language", expected="'en' on an English-only checkpoint", actual=None,
+                fix="language detection needs a multilingual checkpoint",
+            )  # fmt: skip
+        special = self.tokenizer.special
+        state = self.model.decoder.init_state(audio_features, max_length=1)
+        sot = torch.full((audio_features.shape[0], 1), special.sot, dtype=torch.long, device=audio_features.device)
+        hidden, _ = self.model.decoder(sot, state)
+        ids = torch.tensor(special.language_ids, device=audio_features.device)
+        probs = self.model.decoder.logits(hidden[:, 0])[:, ids].softmax(dim=-1).cpu()
+        return [dict(zip(special.language_codes, row.tolist(), strict=True)) for row in probs]
+
+    # ---------------------------------------------------------------------------------------- one temperature
+    @torch.inference_mode()
+    def decode(
+        self, audio_features: Tensor, initial: Sequence[Sequence[int]], options: DecodingOptions, temperature: float,
+        generator: torch.Generator | None = None,
+    ) -> list[DecodingResult]:  # fmt: skip
+        """Decode each window once at ``temperature`` (rules 2-5).
+
+        Args:
+            audio_features: float (windows, audio_context, W).
+            initial: per window its decoder input (:meth:`initial_tokens`), all of the same length.
+            options: beam size, samples, timestamps and limits.
+            temperature: 0 for greedy / beam search, above 0 for sampling ``best_of`` candidates.
+            generator: random source for sampling.
+
+        Returns:
+            One result per window.
+
+        Raises:
+            DecodingOptionError: when the windows' inputs differ in length or leave no room to decode.
+        """
+        windows = audio_features.shape[0]
+        lengths = {len(seq) for seq in initial}
+        if len(initial) != windows or len(lengths) != 1:
+            raise DecodingOptionError(
+                "initial", expected=f"{windows} decoder inputs of one length", actual=sorted(lengths)
+            )
+        special = self.tokenizer.special
+        context = self.model.config.text_context
+        sample_begin = lengths.pop()
+        sample_len = options.max_new_tokens or context // 2
+        max_length = min(context, sample_begin + sample_len)
+        if max_length <= sample_begin:
+            raise DecodingOptionError(
+                "initial_prompt", expected=f"a decoder input shorter than {context} tokens", actual=sample_begin
+            )
+        beam = temperature == 0 and options.beam_size > 1
+        group = options.beam_size if beam else (options.best_of if temperature > 0 else 1)
+        device = audio_features.device
+        sot_index = list(initial[0]).index(special.sot)
+        rows = windows * group
+        tokens = torch.tensor(initial, dtype=torch.long, device=device).repeat_interleave(group, dim=0)
+        state = self.model.decoder.init_state(audio_features, group_size=group, max_length=max_length)
+        hidden, _ = self.model.decoder(tokens, state)
+        first = self.model.decoder.logits(hidden[:, [sot_index, -1]])
+        no_speech = first[::group, 0].softmax(dim=-1)[:, special.no_speech].tolist()
+        logits = first[:, 1]
+        timestamp_rules = None
+        if not options.without_timestamps:
+            max_initial = round(options.max_initial_timestamp_s / self.model.config.time_precision_s)
+            timestamp_rules = _TimestampRules(self.tokenizer, max_initial)
+        sampled: list[list[int]] = [[] for _ in range(rows)]
+        sum_logprobs = torch.zeros(rows, dtype=torch.float64)
+        done = [False] * rows
+        beams = [_Beam() for _ in range(windows)] if beam else []
+        max_candidates = round(options.beam_size * options.patience)
+        step = 0
+        while True:
+            logits[:, self.suppress] = -math.inf
+            if step == 0 and options.suppress_blank:
+                logits[:, self.begin_suppress] = -math.inf
+            if timestamp_rules is not None:
+                timestamp_rules.apply(logits, sampled)
+            logprobs = F.log_softmax(logits, dim=-1)
+            if beam:
+                next_tokens, source_rows = self._beam_step(
+                    logprobs, sampled, sum_logprobs, beams, group, max_candidates
+                )
+                finished = all(len(b.finished) >= max_candidates for b in beams)
+                if source_rows != list(range(rows)):
+                    state.reorder(torch.tensor(source_rows, device=device))
+            else:
+                if temperature > 0:
+                    chosen = torch.multinomial((logits / temperature).softmax(dim=-1), 1, generator=generator)[:, 0]
+                else:
+                    chosen = logits.argmax(dim=-1)
+                active = torch.tensor([not finished_row for finished_row in done])
+                chosen_logprobs = logprobs.gather(1, chosen[:, None])[:, 0].double().cpu()
+                sum_logprobs += torch.where(active, chosen_logprobs, 0.0)
+                next_tokens = chosen.tolist()
+                for row, token in enumerate(next_tokens):
+                    if done[row]:
+                        next_tokens[row] = special.eot
+                        continue
+                    if token == special.eot:
+                        done[row] = True
+                    else:
+                        sampled[row].append(token)
+                finished = all(done)
+            step += 1
+            if finished or step >= sample_len or sample_begin + step >= max_length:
+                break
+            hidden, _ = self.model.decoder(torch.tensor(next_tokens, device=device)[:, None], state)
+            logits = self.model.decoder.logits(hidden[:, 0])
+        if beam:
+            candidates = self._finish_beams(beams, sampled, sum_logprobs, group)
+        else:
+            candidates = [
+                [(tuple(sampled[w * group + j]), float(sum_logprobs[w * group + j])) for j in range(group)]
+                for w in range(windows)
+            ]
+        results = []
+        for window, options_of_window in enumerate(candidates):
+            chosen_tokens, total = max(options_of_window, key=lambda c: self._rank(c, options.length_penalty))
+            text = self.tokenizer.decode(chosen_tokens).strip()
+            results.append(
+                DecodingResult(
+                    tokens=chosen_tokens,
+                    text=text,
+                    avg_logprob=total / (len(chosen_tokens) + 1),
+                    no_speech_prob=float(no_speech[window]),
+                    temperature=float(temperature),
+                    compression_ratio=compression_ratio(text),
+                )
+            )
+        return results
+
+    @staticmethod
+    def _rank(candidate: tuple[tuple[int, ...], float], length_penalty: float | None) -> float:
+        tokens, total = candidate
+        length = len(tokens)
+        penalty = length if length_penalty is None else ((5 + length) / 6) ** length_penalty
+        return total / penalty if penalty else total
+
+    def _beam_step(
+        self, logprobs: Tensor, sampled: list[list[int]], sum_logprobs: Tensor, beams: list[_Beam], group: int,
+        max_candidates: int,
+    ) -> tuple[list[int], list[int]]:  # fmt: skip
+        """Expand every beam by its ``group + 1`` best tokens; keep the ``group`` best unfinished per window."""
+        eot = self.tokenizer.special.eot
+        values, indices = logprobs.topk(group + 1, dim=-1)
+        totals = (sum_logprobs[:, None] + values.double()).tolist()
+        indices_list = indices.tolist()
+        next_tokens: list[int] = []
+        sources: list[int] = []
+        new_sampled: list[list[int]] = []
+        new_sums: list[float] = []
+        for window, state in enumerate(beams):
+            scored: dict[tuple[int, ...], tuple[float, int]] = {}
+            for j in range(group):
+                row = window * group + j
+                prefix = tuple(sampled[row])
+                for total, token in zip(totals[row], indices_list[row], strict=True):
+                    scored[(*prefix, token)] = (total, row)
+            kept = 0
+            for sequence in sorted(scored, key=lambda s: scored[s][0], reverse=True):
+                total, row = scored[sequence]
+                if sequence[-1] == eot:
+                    if len(state.finished) < max_candidates:
+                        state.finished.setdefault(sequence[:-1], total)
+                    continue
+                next_tokens.append(sequence[-1])
+                sources.append(row)
+                new_sampled.append(list(sequence))
+                new_sums.append(total)
+                kept += 1
+                if kept == group:
+                    break
+        sampled[:] = new_sampled
+        sum_logprobs.copy_(torch.tensor(new_sums, dtype=torch.float64))
+        return next_tokens, sources
+
+    @staticmethod
+    def _finish_beams(
+        beams: list[_Beam], sampled: list[list[int]], sum_logprobs: Tensor, group: int
+    ) -> list[list[tuple[tuple[int, ...], float]]]:
+        """Finished sequences per window, topped up with the best unfinished beams if too few finished."""
+        out = []
+        for window, state in enumerate(beams):
+            finished = dict(state.finished)
+            if len(finished) < group:
+                rows = range(window * group, (window + 1) * group)
+                for row in sorted(rows, key=lambda r: float(sum_logprobs[r]), reverse=True):
+                    finished.setdefault(tuple(sampled[row]), float(sum_logprobs[row]))
+                    if len(finished) >= group:
+                        break
+            out.append(list(finished.items()))
+        return out
+
+    # ----------------------------------------------------------------------------------------------- fallback
+    def needs_fallback(self, result: DecodingResult, options: DecodingOptions) -> bool:
+        """Rule 6: whether ``result`` should be decoded again at the next temperature."""
+        low_logprob = options.logprob_threshold is not None and result.avg_logprob < options.logprob_threshold
+        repetitive = (
+            options.compression_ratio_threshold is not None
+            and result.compression_ratio > options.compression_ratio_threshold
+        )
+        silent = (
+            options.no_speech_threshold is not None
+            and result.no_speech_prob > options.no_speech_threshold
+            and low_logprob
+        )
+        return (repetitive or low_logprob) and not silent
+
+    @staticmethod
+    def is_silent(result: DecodingResult, options: DecodingOptions) -> bool:
+        """No speech: probable ``<|nospeech|>`` and, with a log-probability threshold, improbable text."""
+        if options.no_speech_threshold is None or result.no_speech_prob <= options.no_speech_threshold:
+            return False
+        return options.logprob_threshold is None or result.avg_logprob <= options.logprob_threshold
+
+    def decode_with_fallback(
+        self, audio_features: Tensor, initial: Sequence[Sequence[int]], options: DecodingOptions,
+        generator: torch.Generator | None = None,
+    ) -> list[DecodingResult]:  # fmt: skip
+        """Decode each window, falling back to higher temperatures per window (rule 6).
+
+        Args:
+            audio_features: float (windows, audio_context, W).
+            initial: per window its decoder input, all of one length.
+            options: temperatures, thresholds, beam size and samples.
+            generator: random source for the sampling temperatures.
+
+        Returns:
+            One result per window: the first that passed, or the best of those that failed.
+        """
+        windows = audio_features.shape[0]
+        tried: list[list[DecodingResult]] = [[] for _ in range(windows)]
+        final: list[DecodingResult | None] = [None] * windows
+        pending = list(range(windows))
+        for temperature in options.temperatures:
+            if not pending:
+                break
+            index = torch.tensor(pending, device=audio_features.device)
+            results = self.decode(
+                audio_features.index_select(0, index), [initial[i] for i in pending], options, temperature, generator
+            )
+            still = []
+            for window, result in zip(pending, results, strict=True):
+                tried[window].append(result)
+                if self.needs_fallback(result, options):
+                    still.append(window)
+                else:
+                    final[window] = result
+            pending = still
+        for window in pending:
+            threshold = options.compression_ratio_threshold
+            passing = [r for r in tried[window] if threshold is None or r.compression_ratio <= threshold]
+            best = max(passing or tried[window], key=lambda r: r.avg_logprob)
+            final[window] = dataclasses.replace(best, temperature=tried[window][-1].temperature)
+        return [result for result in final if result is not None]
+
+
+__all__ = ["DEFAULT_TEMPERATURES", "DecodingOptions", "DecodingResult", "WhisperDecoder", "compression_ratio"]

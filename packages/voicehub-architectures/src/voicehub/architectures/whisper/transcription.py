@@ -1,0 +1,389 @@
+"""Audio -> timed text: batches of windows of up to 30 s, and the reference sequential long-form algorithm.
+
+:meth:`WhisperTranscriber.transcribe_windows` takes independent windows of at most 30 s (the cuts of
+a voice-activity chunker, or short files) with their offsets in the source, encodes them as one
+batch and decodes them together. Every segment of a window is kept, including an unfinished one
+after the last timestamp pair (it ends where the audio of the window ends), so a chunker loses no
+word at its cuts.
+
+:meth:`WhisperTranscriber.transcribe` is openai/whisper's ``transcribe`` (MIT) for one waveform of
+any length: the log-mel of the whole file (plus 30 s of zeros) is normalised once, a 30 s window
+starts at ``seek``, is decoded with the text so far as prompt, and ``seek`` moves to the last
+complete timestamp pair (to the end of the window when the text ends with a lone timestamp, or to
+the end of the last word with word timestamps), so words cut by the window's end are decoded again
+in the next window and no word is lost or doubled. Timestamps are monotonic: each window's
+timestamps are at or after its start, which is at or after every earlier timestamp.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from voicehub.architectures.errors import DecodingOptionError
+from voicehub.architectures.whisper.alignment import SegmentDraft, add_word_timestamps
+from voicehub.architectures.whisper.audio import (
+    as_waveform_batch,
+    log_mel_spectrogram,
+    pad_or_trim_frames,
+    window_log_mel,
+)
+from voicehub.architectures.whisper.config import (
+    FRAMES_PER_SECOND,
+    HOP_LENGTH,
+    SAMPLE_RATE,
+    WINDOW_NUM_FRAMES,
+    WINDOW_NUM_SAMPLES,
+    WhisperGenerationConfig,
+)
+from voicehub.architectures.whisper.decoding import DecodingOptions, DecodingResult, WhisperDecoder, compression_ratio
+from voicehub.architectures.whisper.model import Whisper
+from voicehub.architectures.whisper.tokenizer import WhisperTokenizer
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class WhisperWord:
+    """One word with its time span.
+
+    Attributes:
+        start_s, end_s: seconds from the start of the source audio.
+        text: the word as written, with its leading space and attached punctuation.
+        probability: mean probability of its tokens, in [0, 1].
+    """
+
+    start_s: float
+    end_s: float
+    text: str
+    probability: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class WhisperSegment:
+    """One decoded segment.
+
+    Attributes:
+        start_s, end_s: seconds from the start of the source audio.
+        text: its text (with the leading space Whisper writes).
+        tokens: its tokens, timestamp tokens included.
+        avg_logprob: average token log-probability of the window decoding it came from.
+        no_speech_prob: that window's no-speech probability.
+        compression_ratio: that window's text compression ratio.
+        temperature: the temperature the window was decoded at.
+        words: its words, when word timestamps were asked for.
+    """
+
+    start_s: float
+    end_s: float
+    text: str
+    tokens: tuple[int, ...]
+    avg_logprob: float
+    no_speech_prob: float
+    compression_ratio: float
+    temperature: float
+    words: tuple[WhisperWord, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class WhisperTranscript:
+    """The transcript of one waveform (or of one window).
+
+    Attributes:
+        segments: in time order; silent windows give none.
+        language: the language code decoded with (detected or given).
+        language_probability: its detected probability (1.0 when it was given).
+        duration_s: length of the audio, in seconds.
+    """
+
+    segments: tuple[WhisperSegment, ...]
+    language: str
+    language_probability: float
+    duration_s: float
+
+    @property
+    def text(self) -> str:
+        """All segment texts joined, stripped."""
+        return "".join(segment.text for segment in self.segments).strip()
+
+    @property
+    def words(self) -> tuple[WhisperWord, ...]:
+        """All words in order (empty unless word timestamps were asked for)."""
+        return tuple(word for segment in self.segments for word in segment.words)
+
+
+@dataclasses.dataclass(slots=True)
+class _Split:
+    segments: list[SegmentDraft]
+    advance_frames: int
+    single_timestamp_ending: bool
+
+
+class WhisperTranscriber:
+    """Transcribes audio with one loaded checkpoint.
+
+    Args:
+        model: the graph (eval mode).
+        tokenizer: the checkpoint's tokenizer.
+        generation: the checkpoint's suppressed tokens and alignment heads.
+    """
+
+    def __init__(self, model: Whisper, tokenizer: WhisperTokenizer, generation: WhisperGenerationConfig) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.generation = generation
+        self.decoder = WhisperDecoder(model, tokenizer, generation)
+        self.heads = generation.alignment_heads_for(model.config)
+
+    # ------------------------------------------------------------------------------------------- checks
+    def _check_options(self, options: DecodingOptions) -> None:
+        if options.language is not None:
+            self.tokenizer.check_language(options.language)
+        if options.task == "translate" and not self.tokenizer.multilingual:
+            raise DecodingOptionError(
+                "task", expected="'transcribe' on an English-only checkpoint", actual=options.task,
+                fix="translation needs a multilingual checkpoint",
+            )  # fmt: skip
+
+    def _language(self, options: DecodingOptions, features: Tensor) -> list[tuple[str, float]]:
+        """Per window: the language to decode with and its probability."""
+        if options.language is not None or not self.tokenizer.multilingual:
+            return [(options.language or "en", 1.0)] * features.shape[0]
+        detected = []
+        for probs in self.decoder.detect_language(features):
+            code = max(probs, key=lambda c: probs[c])
+            detected.append((code, probs[code]))
+        return detected
+
+    def _encode(self, mel: Tensor) -> Tensor:
+        device = self.model.encoder.conv1.weight.device
+        return self.model.embed_audio(mel.to(device))
+
+    # ------------------------------------------------------------------------------------------ segments
+    def _split(self, tokens: Sequence[int], window_start_s: float, num_frames: int) -> _Split:
+        """Cut one window's tokens into segments at consecutive timestamp pairs (reference rules)."""
+        begin = self.tokenizer.special.timestamp_begin
+        precision = self.model.config.time_precision_s
+        stride = WINDOW_NUM_FRAMES // self.model.config.audio_context
+        is_time = [t >= begin for t in tokens]
+        single_ending = len(tokens) >= 2 and not is_time[-2] and is_time[-1]
+        cuts = [k for k in range(1, len(tokens)) if is_time[k] and is_time[k - 1]]
+        segments: list[SegmentDraft] = []
+        if cuts:
+            if single_ending:
+                cuts.append(len(tokens))
+            last = 0
+            for cut in cuts:
+                piece = list(tokens[last:cut])
+                segments.append(
+                    SegmentDraft(
+                        start_s=window_start_s + (piece[0] - begin) * precision,
+                        end_s=window_start_s + (piece[-1] - begin) * precision,
+                        tokens=piece,
+                    )
+                )
+                last = cut
+            advance = num_frames if single_ending else (tokens[last - 1] - begin) * stride
+            return _Split(segments, advance, single_ending)
+        duration_s = num_frames / FRAMES_PER_SECOND
+        times = [t for t in tokens if t >= begin]
+        if times and times[-1] != begin:
+            duration_s = (times[-1] - begin) * precision
+        segments.append(SegmentDraft(start_s=window_start_s, end_s=window_start_s + duration_s, tokens=list(tokens)))
+        return _Split(segments, num_frames, single_ending)
+
+    def _finish(self, draft: SegmentDraft, result: DecodingResult) -> WhisperSegment | None:
+        """The frozen segment, or ``None`` for an empty one."""
+        text = self.tokenizer.decode(draft.tokens)
+        if draft.start_s == draft.end_s or not text.strip():
+            return None
+        return WhisperSegment(
+            start_s=draft.start_s,
+            end_s=draft.end_s,
+            text=text,
+            tokens=tuple(draft.tokens),
+            avg_logprob=result.avg_logprob,
+            no_speech_prob=result.no_speech_prob,
+            compression_ratio=result.compression_ratio,
+            temperature=result.temperature,
+            words=tuple(
+                WhisperWord(start_s=w.start_s, end_s=w.end_s, text=w.text, probability=w.probability)
+                for w in draft.words
+            ),
+        )
+
+    @torch.inference_mode()
+    def detect_language(self, waveforms: Sequence[Tensor | np.ndarray]) -> list[dict[str, float]]:
+        """Language probabilities of windows of at most 30 s (multilingual checkpoints).
+
+        Args:
+            waveforms: float (num_samples,) arrays at 16000 Hz, each at most 30 s.
+
+        Returns:
+            One ``{language code: probability}`` per window.
+
+        Raises:
+            AudioError: for a window longer than 30 s.
+            DecodingOptionError: on an English-only checkpoint.
+        """
+        samples = [as_waveform_batch(w)[0] for w in waveforms]
+        if not samples:
+            return []
+        return self.decoder.detect_language(self._encode(window_log_mel(samples, self.model.config.num_mel_bins)))
+
+    # ------------------------------------------------------------------------------------ batched windows
+    @torch.inference_mode()
+    def transcribe_windows(
+        self,
+        waveforms: Sequence[Tensor | np.ndarray],
+        offsets_s: Sequence[float] | None = None,
+        options: DecodingOptions | None = None,
+    ) -> list[WhisperTranscript]:
+        """Transcribe independent windows of at most 30 s as one batch.
+
+        Args:
+            waveforms: float (num_samples,) arrays, mono, in [-1, 1], at 16000 Hz, each at most
+                480000 samples (30 s).
+            offsets_s: where each window starts in its source, in seconds (added to every time);
+                default 0.
+            options: decoding options; ``initial_prompt`` is given to every window,
+                ``condition_on_previous_text`` does not apply (windows are independent), and
+                ``language=None`` detects the language of each window on its own (detect it once
+                with :meth:`detect_language` and pass it to give all windows one language).
+
+        Returns:
+            One transcript per window, times in the source's time line.
+
+        Raises:
+            AudioError: for a window longer than 30 s or not a 1-D float array.
+            DecodingOptionError: for options the checkpoint cannot honour (see :class:`DecodingOptions`).
+            UnsupportedLanguageError: for a language the checkpoint has no token for.
+        """
+        options = options or DecodingOptions()
+        self._check_options(options)
+        samples = [as_waveform_batch(w)[0] for w in waveforms]
+        if offsets_s is None:
+            offsets_s = [0.0] * len(samples)
+        if len(offsets_s) != len(samples):
+            raise DecodingOptionError(
+                "offsets_s", expected=f"{len(samples)} offsets, one per window", actual=len(offsets_s)
+            )
+        if not samples:
+            return []
+        features = self._encode(window_log_mel(samples, self.model.config.num_mel_bins))
+        languages = self._language(options, features)
+        prompt = self.decoder.prompt_tokens(options.initial_prompt)
+        initial = [self.decoder.initial_tokens(language, options, prompt) for language, _ in languages]
+        generator = torch.Generator().manual_seed(options.seed)
+        results = self.decoder.decode_with_fallback(features, initial, options, generator)
+        transcripts = []
+        for index, (result, offset) in enumerate(zip(results, offsets_s, strict=True)):
+            language, probability = languages[index]
+            num_frames = min(WINDOW_NUM_FRAMES, samples[index].shape[0] // HOP_LENGTH)
+            duration_s = samples[index].shape[0] / SAMPLE_RATE
+            segments: list[WhisperSegment] = []
+            if not self.decoder.is_silent(result, options):
+                drafts = self._window_segments(result.tokens, float(offset), num_frames)
+                if options.word_timestamps:
+                    add_word_timestamps(
+                        drafts, model=self.model, tokenizer=self.tokenizer, audio_features=features[index : index + 1],
+                        sot_sequence=self.tokenizer.sot_sequence(language, options.task), window_start_s=float(offset),
+                        num_frames=num_frames, heads=self.heads, language=language, last_speech_s=float(offset),
+                    )  # fmt: skip
+                segments = [s for d in drafts if (s := self._finish(d, result)) is not None]
+            transcripts.append(
+                WhisperTranscript(
+                    segments=tuple(segments), language=language, language_probability=probability, duration_s=duration_s
+                )
+            )
+        return transcripts
+
+    def _window_segments(self, tokens: Sequence[int], offset_s: float, num_frames: int) -> list[SegmentDraft]:
+        """All segments of an independent window: the complete ones and the unfinished tail."""
+        split = self._split(tokens, offset_s, num_frames)
+        begin = self.tokenizer.special.timestamp_begin
+        covered = sum(len(s.tokens) for s in split.segments)
+        tail = [t for t in tokens[covered:] if t < begin]
+        if tail:
+            start = split.segments[-1].end_s if split.segments else offset_s
+            split.segments.append(
+                SegmentDraft(
+                    start_s=start, end_s=offset_s + num_frames / FRAMES_PER_SECOND, tokens=list(tokens[covered:])
+                )
+            )
+        return split.segments
+
+    # ---------------------------------------------------------------------------------- sequential long form
+    @torch.inference_mode()
+    def transcribe(self, waveform: Tensor | np.ndarray, options: DecodingOptions | None = None) -> WhisperTranscript:
+        """Transcribe one waveform of any length with the reference sequential 30 s seek.
+
+        Args:
+            waveform: float (num_samples,), mono, in [-1, 1], at 16000 Hz.
+            options: decoding options.
+
+        Returns:
+            The transcript; segment and word times in seconds from the start of ``waveform``.
+
+        Raises:
+            AudioError: for an input that is not a 1-D float array.
+            DecodingOptionError: for options the checkpoint cannot honour.
+            UnsupportedLanguageError: for a language the checkpoint has no token for.
+        """
+        options = options or DecodingOptions()
+        self._check_options(options)
+        audio = as_waveform_batch(waveform)
+        if audio.shape[0] != 1:
+            raise DecodingOptionError("waveform", expected="one waveform (num_samples,)", actual=tuple(audio.shape))
+        duration_s = audio.shape[1] / SAMPLE_RATE
+        mel = log_mel_spectrogram(audio, self.model.config.num_mel_bins, padding_num_samples=WINDOW_NUM_SAMPLES)
+        content_frames = mel.shape[-1] - WINDOW_NUM_FRAMES
+        language, probability = options.language or "en", 1.0
+        features_first: Tensor | None = None
+        if options.language is None and self.tokenizer.multilingual:
+            features_first = self._encode(mel[..., :WINDOW_NUM_FRAMES])
+            language, probability = self._language(options, features_first)[0]
+        sot_sequence = self.tokenizer.sot_sequence(language, options.task)
+        generator = torch.Generator().manual_seed(options.seed)
+        all_tokens = self.decoder.prompt_tokens(options.initial_prompt)
+        prompt_start = 0
+        last_speech_s = 0.0
+        seek = 0
+        segments: list[WhisperSegment] = []
+        while seek < content_frames:
+            window_start_s = seek / FRAMES_PER_SECOND
+            size = min(WINDOW_NUM_FRAMES, content_frames - seek)
+            if seek == 0 and features_first is not None and size == WINDOW_NUM_FRAMES:
+                features = features_first
+            else:
+                features = self._encode(pad_or_trim_frames(mel[..., seek : seek + size]))
+            initial = self.decoder.initial_tokens(language, options, all_tokens[prompt_start:])
+            result = self.decoder.decode_with_fallback(features, [initial], options, generator)[0]
+            if self.decoder.is_silent(result, options):
+                seek += size
+                continue
+            split = self._split(result.tokens, window_start_s, size)
+            next_seek = seek + split.advance_frames
+            if options.word_timestamps:
+                last_speech_s = add_word_timestamps(
+                    split.segments, model=self.model, tokenizer=self.tokenizer, audio_features=features,
+                    sot_sequence=sot_sequence, window_start_s=window_start_s, num_frames=size, heads=self.heads,
+                    language=language, last_speech_s=last_speech_s,
+                )  # fmt: skip
+                last_word_end = next((w.end_s for s in reversed(split.segments) for w in reversed(s.words)), None)
+                if not split.single_timestamp_ending and last_word_end is not None and last_word_end > window_start_s:
+                    next_seek = round(last_word_end * FRAMES_PER_SECOND)
+            finished = [(d, s) for d in split.segments if (s := self._finish(d, result)) is not None]
+            segments.extend(s for _, s in finished)
+            all_tokens.extend(t for d, _ in finished for t in d.tokens)
+            if not options.condition_on_previous_text or result.temperature > options.prompt_reset_on_temperature:
+                prompt_start = len(all_tokens)
+            seek = max(next_seek, seek + 1)
+        return WhisperTranscript(
+            segments=tuple(segments), language=language, language_probability=probability, duration_s=duration_s
+        )
+
+
+__all__ = ["WhisperSegment", "WhisperTranscriber", "WhisperTranscript", "WhisperWord", "compression_ratio"]
