@@ -250,9 +250,9 @@ def test_corrupt_or_foreign_ort_files_raise_checkpoint_errors_naming_the_problem
         load_moonshine(truncated.parent)
     foreign = tmp_path / "model.ort"
     foreign.write_bytes(b"\x08\x07\x12\x04onnx" + data[8:200])  # an .onnx protobuf header
-    with pytest.raises(CheckpointError, match="not an ONNX Runtime .ort model"):
+    with pytest.raises(CheckpointError, match=r"not an ONNX Runtime \.ort model"):
         read_ort_model(foreign)
-    with pytest.raises(CheckpointError, match="no such .ort model file"):
+    with pytest.raises(CheckpointError, match=r"no such \.ort model file"):
         read_ort_model(tmp_path / "absent.ort")
     rng = random.Random(13)
     broken = tmp_path / "broken.ort"
