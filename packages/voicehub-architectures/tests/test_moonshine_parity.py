@@ -59,6 +59,7 @@ class OrtMoonshine:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle threads must not spin
         providers = ["CPUExecutionProvider"]
         self.encoder = ort.InferenceSession(str(directory / "encoder_model.ort"), options, providers=providers)
         self.decoder = ort.InferenceSession(str(directory / "decoder_model_merged.ort"), options, providers=providers)

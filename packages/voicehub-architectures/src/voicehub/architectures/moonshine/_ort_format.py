@@ -261,9 +261,15 @@ def _read_tensor(table: _Table, reader: _Reader, graph: str) -> OrtTensor:
     return OrtTensor(name=name, graph=graph, data_type=data_type, values=values)
 
 
+MAX_GRAPH_DEPTH = 8
+"""Subgraph nesting this reader follows (a merged decoder needs 1); deeper means a corrupt, cyclic file."""
+
+
 def _read_graph(
-    graph: _Table, reader: _Reader, where: str, tensors: dict[str, OrtTensor], nodes: list[OrtNode]
+    graph: _Table, reader: _Reader, where: str, tensors: dict[str, OrtTensor], nodes: list[OrtNode], depth: int = 0
 ) -> None:
+    if depth > MAX_GRAPH_DEPTH:
+        raise reader.fail(f"subgraphs nest deeper than {MAX_GRAPH_DEPTH} levels at {where!r}")
     if graph.tables(7, "sparse initializer"):
         raise CheckpointError(f"{reader.path}: graph {where!r} holds sparse initializers, which are not supported")
     for table in graph.tables(0, "initializer"):
@@ -287,9 +293,9 @@ def _read_graph(
             label = f"{node.name}/{attribute.string(0)}"
             subgraph = attribute.table(7, f"subgraph {label}")
             if subgraph is not None:
-                _read_graph(subgraph, reader, label, tensors, nodes)
+                _read_graph(subgraph, reader, label, tensors, nodes, depth + 1)
             for index, extra in enumerate(attribute.tables(12, f"subgraph {label}")):
-                _read_graph(extra, reader, f"{label}.{index}", tensors, nodes)
+                _read_graph(extra, reader, f"{label}.{index}", tensors, nodes, depth + 1)
 
 
 def read_ort_model(path: str | os.PathLike[str]) -> OrtModel:
