@@ -166,11 +166,12 @@ class MoonshineEncoder(nn.Module):
             out.append(lengths)
         return out
 
-    def _group_norm(self, hidden: Tensor, num_frames: Tensor | None) -> Tensor:
-        """Single-group GroupNorm over each clip's own frames (statistics ignore right padding)."""
-        if num_frames is None:
-            normed: Tensor = self.groupnorm(hidden)
-            return normed
+    def _group_norm(self, hidden: Tensor, num_frames: Tensor) -> Tensor:
+        """Single-group GroupNorm over each clip's own frames (statistics ignore right padding).
+
+        The same arithmetic as ``nn.GroupNorm(1, C)`` (biased variance), with the sums taken over
+        the first ``num_frames[i]`` frames of clip ``i`` only.
+        """
         valid = (torch.arange(hidden.shape[-1], device=hidden.device) < num_frames[:, None]).unsqueeze(1)
         count = (num_frames * hidden.shape[1]).to(hidden.dtype)[:, None, None]
         mean = torch.where(valid, hidden, 0).sum(dim=(1, 2), keepdim=True) / count
@@ -198,13 +199,12 @@ class MoonshineEncoder(nn.Module):
                 895 samples (56 ms), the stem's receptive field.
         """
         batch = _check_waveform(waveform, num_samples)
-        lengths = num_samples if num_samples is not None else None
         hidden = torch.tanh(self.conv1(batch.unsqueeze(1)))
-        if lengths is None:
-            frame_counts: list[Tensor] | None = None
+        frame_counts: list[Tensor] | None = None
+        if num_samples is None:
             hidden = self.groupnorm(hidden)
         else:
-            frame_counts = self.output_lengths(lengths.to(device=hidden.device, dtype=torch.int64))
+            frame_counts = self.output_lengths(num_samples.to(device=hidden.device, dtype=torch.int64))
             hidden = self._group_norm(hidden, frame_counts[0])
         hidden = F.gelu(self.conv2(hidden))
         hidden = F.gelu(self.conv3(hidden)).transpose(1, 2)  # (batch, frames, hidden)
