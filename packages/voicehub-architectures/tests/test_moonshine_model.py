@@ -11,6 +11,8 @@ import dataclasses
 import importlib.metadata
 import random
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -210,6 +212,17 @@ def test_adapter_accounts_for_every_tensor_of_the_wheel_files(base: MoonshineMod
     assert len(base.state_dict()) == 88 + 122
     for name in ("encoder_model.ort", "decoder_model_merged.ort", "tokenizer.bin"):
         assert f"moonshine-cpp 0.1.4 base-en {name}" in KNOWN_CHECKPOINTS[file_sha256(MODEL_DIR / name)]
+
+
+def test_loading_needs_neither_onnxruntime_nor_flatbuffers() -> None:
+    code = (
+        "import sys; sys.modules['onnxruntime'] = sys.modules['flatbuffers'] = None\n"
+        "from voicehub.architectures.moonshine import read_tensors\n"
+        f"print(len(read_tensors({str(MODEL_DIR / 'encoder_model.ort')!r}).tensors))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "88"
 
 
 def test_adapter_reports_missing_unexpected_and_misshaped_tensors_together() -> None:

@@ -36,7 +36,7 @@ MODEL_DIR = Path(str(importlib.metadata.distribution("moonshine-cpp").locate_fil
 ENCODER_TOLERANCE = 1e-4
 """Max absolute difference of encoder states (values up to ~7): measured 2.0e-5 on the 0880 clip."""
 LOGITS_TOLERANCE = 1e-4
-"""Max absolute difference of decoder logits (values up to ~25): measured 1.2e-5 on the first step."""
+"""Max absolute difference of decoder logits (values up to ~29): measured 1.5e-5, first and cached steps."""
 
 ort = pytest.importorskip("onnxruntime")
 
