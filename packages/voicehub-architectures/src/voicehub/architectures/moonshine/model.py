@@ -297,7 +297,8 @@ class MoonshineDecoderState:
         """Clips in the batch."""
         return self.cross_keys[0].shape[0]
 
-    def _reserve(self, extra: int) -> None:
+    def reserve(self, extra: int) -> None:
+        """Make room for ``extra`` more self-attention positions (doubling the buffers when they are full)."""
         capacity = self.self_keys[0].shape[2]
         if self.length + extra <= capacity:
             return
@@ -403,7 +404,7 @@ class MoonshineModel(nn.Module):
                 f"tokens: ids must be in [0, {self.config.vocab_size}), got [{int(tokens.min())}, {int(tokens.max())}]"
             )
         start, count = state.length, tokens.shape[1]
-        state._reserve(count)
+        state.reserve(count)
         hidden = decoder.embed_tokens(tokens)
         rotary = _rotary_tables(self.config, hidden.device, start, count, hidden.dtype)
         stop = start + count
