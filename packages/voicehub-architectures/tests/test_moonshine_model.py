@@ -13,8 +13,9 @@ import random
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -169,6 +170,31 @@ def test_decode_refuses_tokens_outside_the_vocabulary(small: MoonshineModel) -> 
             small.decode(torch.tensor([[1, 50]]), state)
         with pytest.raises(InferenceOptionError, match="batch=1"):
             small.decode(torch.tensor([[1], [1]]), state)
+
+
+def test_generate_and_forward_run_through_the_declared_execution_methods(small: MoonshineModel) -> None:
+    from voicehub.optimization.builtin._runtime import execution_methods, patch_methods, unpatch_methods
+
+    calls: list[str] = []
+
+    def make_wrapper(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls.append(name)
+            return method(*args, **kwargs)
+
+        return wrapper
+
+    names = execution_methods(small, "test")
+    token = patch_methods(small, names, make_wrapper)
+    try:
+        small.generate(torch.randn(4000), max_new_tokens=3)
+        small(torch.randn(1, 4000), torch.tensor([[1, 2]]))
+    finally:
+        unpatch_methods(small, token, "test")
+    # One wrapper per step, never nested: a pass wrapping these sees every call generate and forward make.
+    assert calls[:3] == ["encode", "start_decoding", "decode"]
+    assert calls[3:-3] == ["decode"] * len(calls[3:-3]) and len(calls[3:-3]) <= 2  # at most 3 greedy steps
+    assert calls[-3:] == ["encode", "start_decoding", "decode"]
 
 
 def test_state_dict_round_trip_through_safetensors(small: MoonshineModel, tmp_path: Path) -> None:

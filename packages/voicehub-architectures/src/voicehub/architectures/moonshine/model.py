@@ -500,8 +500,13 @@ class MoonshineModel(nn.Module):
         return outputs
 
     def optimization_execution_methods(self) -> tuple[str, ...]:
-        """The entry points optimization passes wrap (``threads``, ``inference-mode``...)."""
-        return ("forward", "encode", "decode", "generate")
+        """The entry points optimization passes wrap (``threads``, ``inference-mode``, ``compile``...).
+
+        The three tensor-level steps; :meth:`forward` and :meth:`generate` run through them
+        (looked up on the instance, so they see the wrapped versions), and are not listed
+        themselves so that a wrapping pass never nests.
+        """
+        return ("encode", "start_decoding", "decode")
 
 
 __all__ = [
