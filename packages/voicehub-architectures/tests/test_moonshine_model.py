@@ -173,7 +173,7 @@ def test_decode_refuses_tokens_outside_the_vocabulary(small: MoonshineModel) -> 
 
 
 def test_generate_and_forward_run_through_the_declared_execution_methods(small: MoonshineModel) -> None:
-    from voicehub.optimization.builtin._runtime import execution_methods, patch_methods, unpatch_methods
+    from voicehub.optimization.execution import execution_methods, patch_methods, unpatch_methods
 
     calls: list[str] = []
 
