@@ -1,0 +1,1 @@
+"""VITS (Piper voices): native generator, configs, checkpoint adapters and text front end."""
