@@ -431,6 +431,27 @@ class ResidualCouplingBlock(nn.Module):
 
 
 # ----------------------------------------------------------------------------- decoder
+class TimeConv1d(nn.Conv1d):
+    """A Conv1d (same parameters) evaluated as a (1, k) Conv2d on channels-last (batch, C, 1, T) input.
+
+    oneDNN runs channels-last 2-D convolutions without reordering activations to a blocked layout
+    and back at every layer; on the decoder's long, narrow signals (32 channels x 90k samples) this
+    is 2-3x faster than ``conv1d`` on the CPU, for the same arithmetic.
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.conv2d(
+            x, self.weight.unsqueeze(2), self.bias, (1, self.stride[0]), (0, int(self.padding[0])), (1, self.dilation[0]), self.groups
+        )
+
+
+class TimeConvTranspose1d(nn.ConvTranspose1d):
+    """A ConvTranspose1d evaluated as a (1, k) transposed Conv2d on channels-last input (see :class:`TimeConv1d`)."""
+
+    def forward(self, x: Tensor, output_size: list[int] | None = None) -> Tensor:
+        return F.conv_transpose2d(x, self.weight.unsqueeze(2), self.bias, (1, self.stride[0]), (0, self.padding[0]))
+
+
 class ResBlock(nn.Module):
     """HiFi-GAN residual block: type 1 (dilated conv + plain conv per dilation) or type 2 (dilated convs)."""
 
@@ -438,7 +459,7 @@ class ResBlock(nn.Module):
         super().__init__()
 
         def conv(dilation: int) -> nn.Conv1d:
-            return nn.Conv1d(channels, channels, kernel_size, dilation=dilation, padding=(kernel_size - 1) * dilation // 2)
+            return TimeConv1d(channels, channels, kernel_size, dilation=dilation, padding=(kernel_size - 1) * dilation // 2)
 
         self.kind = kind
         if kind == "1":
@@ -462,22 +483,25 @@ class ResBlock(nn.Module):
 
 
 class Generator(nn.Module):
-    """HiFi-GAN generator: latent frames (batch, inter_channels, T_y) -> waveform (batch, 1, T_y * hop)."""
+    """HiFi-GAN generator: latent frames (batch, inter_channels, T_y) -> waveform (batch, T_y * hop).
+
+    Activations are kept as channels-last (batch, C, 1, T) tensors (see :class:`TimeConv1d`).
+    """
 
     def __init__(self, config: VITSConfig) -> None:
         super().__init__()
         self.rates = config.upsample_rates
         self.num_kernels = len(config.resblock_kernel_sizes)
         channels = config.upsample_initial_channel
-        self.conv_pre = nn.Conv1d(config.inter_channels, channels, 7, padding=3)
+        self.conv_pre = TimeConv1d(config.inter_channels, channels, 7, padding=3)
         self.ups = nn.ModuleList()
         self.resblocks = nn.ModuleList()
         for rate, kernel in zip(config.upsample_rates, config.upsample_kernel_sizes, strict=True):
-            self.ups.append(nn.ConvTranspose1d(channels, channels // 2, kernel, rate, padding=(kernel - rate) // 2))
+            self.ups.append(TimeConvTranspose1d(channels, channels // 2, kernel, rate, padding=(kernel - rate) // 2))
             channels //= 2
             for size, dilations in zip(config.resblock_kernel_sizes, config.resblock_dilation_sizes, strict=True):
                 self.resblocks.append(ResBlock(channels, size, dilations, config.resblock))
-        self.conv_post = nn.Conv1d(channels, 1, 7, padding=3, bias=False)
+        self.conv_post = TimeConv1d(channels, 1, 7, padding=3, bias=False)
         if config.speaker_channels:
             self.cond = nn.Conv1d(config.speaker_channels, config.upsample_initial_channel, 1)
 
@@ -485,22 +509,23 @@ class Generator(nn.Module):
         """Decode latent frames; ``frame_lengths`` (batch,) masks the padding of a ragged batch."""
         mask = None
         if frame_lengths is not None:
-            mask = sequence_mask(frame_lengths, z.shape[2])
+            mask = sequence_mask(frame_lengths, z.shape[2]).unsqueeze(2)  # (batch, 1, 1, T)
+        z = z.unsqueeze(2).contiguous(memory_format=torch.channels_last)
         x = self.conv_pre(z if mask is None else z * mask)
         if g is not None:
-            x = x + self.cond(g)
+            x = x + self.cond(g).unsqueeze(2)
         for i, (rate, up) in enumerate(zip(self.rates, self.ups, strict=True)):
             x = F.leaky_relu(x, LRELU_SLOPE)
             x = up(x if mask is None else x * mask)
             if mask is not None:
-                mask = mask.repeat_interleave(rate, dim=2)
+                mask = mask.repeat_interleave(rate, dim=3)
             blocks = self.resblocks[i * self.num_kernels : (i + 1) * self.num_kernels]
             total = blocks[0](x, mask)
             for block in blocks[1:]:
                 total = total + block(x, mask)
             x = total / self.num_kernels
         x = F.leaky_relu(x)
-        return torch.tanh(self.conv_post(x if mask is None else x * mask))
+        return torch.tanh(self.conv_post(x if mask is None else x * mask))[:, 0, 0]
 
 
 # ----------------------------------------------------------------------------- the generator
@@ -732,7 +757,7 @@ class VITSGenerator(nn.Module):
         z_p = m_frames + latent_noise * torch.exp(logs_frames) * noise_scale
         z = self.flow.inverse(z_p, y_mask, g) * y_mask
         ragged = bool((num_frames != max_frames).any())
-        audio = self.dec(z, g, num_frames if ragged else None)[:, 0]
+        audio = self.dec(z, g, num_frames if ragged else None)
         hop = self.config.hop_length
         num_samples = num_frames * hop
         if ragged:
