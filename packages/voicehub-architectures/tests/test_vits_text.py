@@ -107,13 +107,22 @@ def test_glide_clauses_and_terminators(voice: PiperVoiceConfig) -> None:
     ("text", "expected"),
     [
         ("It costs $3.50.", "It costs 3 dollars and 50 cents."),
-        ("$1, $0.99, $2.5 million, £5.01 and €1,200", "1 dollar, 99 cents, 2.5 million dollars, 5 pounds and 1 penny and 1,200 euros"),
-        ("Dr. Smith met Mrs. Jones at 4 Oak St. near St. Paul.", "Doctor Smith met Missus Jones at 4 Oak Street near Saint Paul."),
-        ("It was -5 degrees, i.e. cold, e.g. icy; salt, grit, etc. We left.", "It was minus 5 degrees, that is cold, for example icy; salt, grit, etcetera. We left."),
+        (
+            "$1, $0.99, $2.5 million, £5.01 and €1,200",
+            "1 dollar, 99 cents, 2.5 million dollars, 5 pounds and 1 penny and 1,200 euros",
+        ),
+        (
+            "Dr. Smith met Mrs. Jones at 4 Oak St. near St. Paul.",
+            "Doctor Smith met Missus Jones at 4 Oak Street near Saint Paul.",
+        ),
+        (
+            "It was -5 degrees, i.e. cold, e.g. icy; salt, grit, etc. We left.",
+            "It was minus 5 degrees, that is cold, for example icy; salt, grit, etcetera. We left.",
+        ),
         ("No. 5 vs. No. 6 etc. and more", "number 5 versus number 6 etcetera and more"),
         ("A  spaced\t line\n\n  Next", "A spaced line\n\nNext"),
     ],
-)  # fmt: skip
+)
 def test_english_normalisation_rules(text: str, expected: str) -> None:
     assert normalize_english(text) == expected
 

@@ -50,9 +50,7 @@ class UnknownSpeakerError(InferenceOptionError, KeyError):
         self.speaker = speaker
         self.available = tuple(available)
         shown = ", ".join(self.available[:20]) + (" ..." if len(self.available) > 20 else "")
-        super().__init__(
-            f"unknown speaker {speaker!r}: this voice has {num_speakers} speaker(s); use one of: {shown}"
-        )
+        super().__init__(f"unknown speaker {speaker!r}: this voice has {num_speakers} speaker(s); use one of: {shown}")
 
     def __str__(self) -> str:  # KeyError would otherwise repr() the message
         return str(self.args[0])

@@ -33,13 +33,14 @@ raised together as :class:`CheckpointMismatchError` before any model is built.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -261,7 +262,7 @@ def config_from_tensors(
         raise CheckpointError(f"cannot infer the VITS graph sizes: no tensor {err.args[0]!r}") from err
     num_kernels = _count(tensors, r"^dec\.resblocks\.(\d+)\.")
     num_kernels //= max(len(ups), 1)
-    kind = "1" if any(name.startswith("dec.resblocks.0.convs1.") for name in tensors) else "2"
+    kind: Literal["1", "2"] = "1" if any(name.startswith("dec.resblocks.0.convs1.") for name in tensors) else "2"
     kernels = tuple(int(tensors[f"dec.resblocks.{j}.{'convs1' if kind == '1' else 'convs'}.0.weight"].shape[2])
                     for j in range(num_kernels))  # fmt: skip
     if resblock_dilation_sizes is None:
@@ -283,9 +284,7 @@ def config_from_tensors(
         window_size=(int(rel.shape[1]) - 1) // 2,
         stochastic_duration=stochastic,
         duration_filter_channels=int(tensors["dp.conv_1.weight"].shape[0]) if not stochastic else 256,
-        duration_kernel_size=int(
-            tensors["dp.convs.convs_sep.0.weight" if stochastic else "dp.conv_1.weight"].shape[2]
-        ),
+        duration_kernel_size=int(tensors["dp.convs.convs_sep.0.weight" if stochastic else "dp.conv_1.weight"].shape[2]),
         duration_num_flows=_count(tensors, r"^dp\.flows\.(\d+)\.pre\.") + 1 if stochastic else 4,
         flow_num_couplings=_count(tensors, r"^flow\.flows\.(\d+)\.pre\."),
         flow_num_layers=_count(tensors, r"^flow\.flows\.0\.enc\.in_layers\.(\d+)\."),
@@ -323,7 +322,9 @@ def convert_onnx_voice(
     unplaced = [f"{name} ({reason})" for name, reason in sorted(plan.unplaced.items())]
     try:
         ups = _count(tensors, r"^dec\.ups\.(\d+)\.weight$")
-        strides = tuple(graph.attributes.get(f"/dec/ups.{i}/ConvTranspose", {}).get("strides", [0])[0] for i in range(ups))
+        strides = tuple(
+            graph.attributes.get(f"/dec/ups.{i}/ConvTranspose", {}).get("strides", [0])[0] for i in range(ups)
+        )
         kind = "1" if any(n.startswith("dec.resblocks.0.convs1.") for n in tensors) else "2"
         per_layer = "convs1" if kind == "1" else "convs"
         blocks = _count(tensors, r"^dec\.resblocks\.(\d+)\.") // max(ups, 1)
@@ -457,19 +458,21 @@ def config_from_hparams(hparams: Mapping[str, Any], tensors: Mapping[str, Tensor
         CheckpointError: when sizes cannot be read.
     """
 
-    def ints(value: Any) -> tuple[Any, ...] | None:
-        if isinstance(value, str):  # Piper's CLI may store them as strings, e.g. "(8, 8, 4)"
-            value = [int(v) for v in re.findall(r"\d+", value)] if "(" not in value.strip("([")[:0] else value
-        return tuple(value) if isinstance(value, (list, tuple)) else None
+    def literal(value: Any) -> Any:
+        # Piper's LightningCLI may store tuples as their text, e.g. "(8, 8, 4)" (piper parses them
+        # with ast.literal_eval too).
+        return ast.literal_eval(value) if isinstance(value, str) else value
 
-    rates = ints(hparams.get("upsample_rates"))
-    dilations_raw = hparams.get("resblock_dilation_sizes")
-    dilations = tuple(tuple(int(d) for d in row) for row in dilations_raw) if isinstance(dilations_raw, (list, tuple)) else None
+    try:
+        rates = literal(hparams.get("upsample_rates"))
+        dilations = literal(hparams.get("resblock_dilation_sizes"))
+        upsample_rates = tuple(int(r) for r in rates) if rates is not None else None
+        dilation_sizes = tuple(tuple(int(d) for d in row) for row in dilations) if dilations is not None else None
+        sample_rate = int(hparams.get("sample_rate", 22050))
+    except (ValueError, TypeError, SyntaxError) as err:
+        raise CheckpointError(f"unreadable hyper_parameters in the checkpoint: {err}") from err
     return config_from_tensors(
-        tensors,
-        sample_rate=int(hparams.get("sample_rate", 22050)),
-        upsample_rates=tuple(int(r) for r in rates) if rates else None,
-        resblock_dilation_sizes=dilations,
+        tensors, sample_rate=sample_rate, upsample_rates=upsample_rates, resblock_dilation_sizes=dilation_sizes
     )
 
 

@@ -268,7 +268,9 @@ class PiperVoiceConfig(Config):
             _positive(self, name, getattr(self, name))
         for symbol in (PAD, BOS, EOS):
             if not self.phoneme_id_map.get(symbol):
-                raise _voice_error("phoneme_id_map", f"expected an entry for {symbol!r} (pad, bos and eos are required)")
+                raise _voice_error(
+                    "phoneme_id_map", f"expected an entry for {symbol!r} (pad, bos and eos are required)"
+                )
         bad = sorted(
             symbol for symbol, ids in self.phoneme_id_map.items() if any(not 0 <= i < self.num_symbols for i in ids)
         )
@@ -293,7 +295,8 @@ class PiperVoiceConfig(Config):
         for cluster in self.vowel_clusters:
             if len(cluster) < 2 or "".join(cluster) not in self.phoneme_id_map:
                 raise _voice_error(
-                    "vowel_clusters", f"each cluster needs >= 2 phonemes and its merged form in the id map, got {cluster}"
+                    "vowel_clusters",
+                    f"each cluster needs >= 2 phonemes and its merged form in the id map, got {cluster}",
                 )
 
     def speaker_index(self, speaker: int | str | None) -> int:
@@ -348,7 +351,9 @@ class PiperVoiceConfig(Config):
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as err:
-                raise ConfigError(f"{path}: cannot read the Piper voice config ({err})", config_type=cls.config_type) from err
+                raise ConfigError(
+                    f"{path}: cannot read the Piper voice config ({err})", config_type=cls.config_type
+                ) from err
             if not isinstance(data, Mapping):
                 raise ConfigError(f"{path}: expected a JSON object", config_type=cls.config_type)
         try:

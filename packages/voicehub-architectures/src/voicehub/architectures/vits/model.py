@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 import torch
@@ -120,7 +121,8 @@ class RelativeSelfAttention(nn.Module):
         binned = torch.zeros(batch, self.num_heads, length, 2 * self.window_size + 1, dtype=x.dtype, device=x.device)
         binned.scatter_add_(3, index.expand_as(weights), weights * in_window)
         out = out + binned @ self.emb_rel_v[0]
-        return self.conv_o(out.transpose(2, 3).reshape(batch, channels, length))
+        result: Tensor = self.conv_o(out.transpose(2, 3).reshape(batch, channels, length))
+        return result
 
 
 class FeedForward(nn.Module):
@@ -134,7 +136,8 @@ class FeedForward(nn.Module):
 
     def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:
         x = torch.relu(self.conv_1(F.pad(x * x_mask, self.padding)))
-        return self.conv_2(F.pad(x * x_mask, self.padding)) * x_mask
+        out: Tensor = self.conv_2(F.pad(x * x_mask, self.padding))
+        return out * x_mask
 
 
 class Encoder(nn.Module):
@@ -326,9 +329,8 @@ class StochasticDurationPredictor(nn.Module):
         h = self.proj(self.convs(h, x_mask)) * x_mask
         z = noise
         for name in sorted((k for k in self.flows if k != "0"), key=int, reverse=True):
-            z = self.flows[name].inverse(torch.flip(z, [1]), x_mask, h)  # type: ignore[operator]
-        z = self.flows["0"].inverse(torch.flip(z, [1]), x_mask)  # type: ignore[operator]
-        return z[:, :1]
+            z = cast(ConvFlow, self.flows[name]).inverse(torch.flip(z, [1]), x_mask, h)
+        return cast(ElementwiseAffine, self.flows["0"]).inverse(torch.flip(z, [1]), x_mask)[:, :1]
 
 
 class DurationPredictor(nn.Module):
@@ -350,7 +352,8 @@ class DurationPredictor(nn.Module):
             x = x + self.cond(g)
         x = self.norm_1(torch.relu(self.conv_1(x * x_mask)))
         x = self.norm_2(torch.relu(self.conv_2(x * x_mask)))
-        return self.proj(x * x_mask) * x_mask
+        logw: Tensor = self.proj(x * x_mask)
+        return logw * x_mask
 
 
 # ----------------------------------------------------------------------------- flow
@@ -400,8 +403,8 @@ class ResidualCouplingLayer(nn.Module):
 
     def __init__(self, config: VITSConfig) -> None:
         super().__init__()
-        self.half = config.inter_channels // 2
-        self.pre = nn.Conv1d(self.half, config.hidden_channels, 1)
+        self.half_channels = config.inter_channels // 2
+        self.pre = nn.Conv1d(self.half_channels, config.hidden_channels, 1)
         self.enc = WaveNet(
             config.hidden_channels,
             config.flow_kernel_size,
@@ -409,10 +412,10 @@ class ResidualCouplingLayer(nn.Module):
             config.flow_num_layers,
             config.speaker_channels,
         )
-        self.post = nn.Conv1d(config.hidden_channels, self.half, 1)
+        self.post = nn.Conv1d(config.hidden_channels, self.half_channels, 1)
 
     def inverse(self, x: Tensor, x_mask: Tensor, g: Tensor | None) -> Tensor:
-        x0, x1 = x[:, : self.half], x[:, self.half :]
+        x0, x1 = x[:, : self.half_channels], x[:, self.half_channels :]
         mean = self.post(self.enc(self.pre(x0) * x_mask, x_mask, g)) * x_mask
         return torch.cat([x0, (x1 - mean) * x_mask], 1)
 
@@ -422,11 +425,13 @@ class ResidualCouplingBlock(nn.Module):
 
     def __init__(self, config: VITSConfig) -> None:
         super().__init__()
-        self.flows = nn.ModuleDict({str(2 * i): ResidualCouplingLayer(config) for i in range(config.flow_num_couplings)})
+        self.flows = nn.ModuleDict(
+            {str(2 * i): ResidualCouplingLayer(config) for i in range(config.flow_num_couplings)}
+        )
 
     def inverse(self, z: Tensor, y_mask: Tensor, g: Tensor | None) -> Tensor:
         for name in sorted(self.flows, key=int, reverse=True):
-            z = self.flows[name].inverse(torch.flip(z, [1]), y_mask, g)  # type: ignore[operator]
+            z = cast(ResidualCouplingLayer, self.flows[name]).inverse(torch.flip(z, [1]), y_mask, g)
         return z
 
 
@@ -441,7 +446,13 @@ class TimeConv1d(nn.Conv1d):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.conv2d(
-            x, self.weight.unsqueeze(2), self.bias, (1, self.stride[0]), (0, int(self.padding[0])), (1, self.dilation[0]), self.groups
+            x,
+            self.weight.unsqueeze(2),
+            self.bias,
+            (1, self.stride[0]),
+            (0, int(self.padding[0])),
+            (1, self.dilation[0]),
+            self.groups,
         )
 
 
@@ -449,7 +460,9 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
     """A ConvTranspose1d evaluated as a (1, k) transposed Conv2d on channels-last input (see :class:`TimeConv1d`)."""
 
     def forward(self, x: Tensor, output_size: list[int] | None = None) -> Tensor:
-        return F.conv_transpose2d(x, self.weight.unsqueeze(2), self.bias, (1, self.stride[0]), (0, self.padding[0]))
+        return F.conv_transpose2d(
+            x, self.weight.unsqueeze(2), self.bias, (1, self.stride[0]), (0, int(self.padding[0])), groups=self.groups
+        )
 
 
 class ResBlock(nn.Module):
@@ -459,7 +472,9 @@ class ResBlock(nn.Module):
         super().__init__()
 
         def conv(dilation: int) -> nn.Conv1d:
-            return TimeConv1d(channels, channels, kernel_size, dilation=dilation, padding=(kernel_size - 1) * dilation // 2)
+            return TimeConv1d(
+                channels, channels, kernel_size, dilation=dilation, padding=(kernel_size - 1) * dilation // 2
+            )
 
         self.kind = kind
         if kind == "1":
@@ -717,7 +732,11 @@ class VITSGenerator(nn.Module):
 
         x_mask = sequence_mask(lengths, num_ids)
         x, m_p, logs_p = self.enc_p(ids, x_mask)
-        g = self.emb_g(speaker_ids.to(device)).unsqueeze(-1) if speaker_ids is not None and self.config.num_speakers > 1 else None
+        g = (
+            self.emb_g(speaker_ids.to(device)).unsqueeze(-1)
+            if speaker_ids is not None and self.config.num_speakers > 1
+            else None
+        )
 
         if isinstance(self.dp, StochasticDurationPredictor):
             if noise is not None:

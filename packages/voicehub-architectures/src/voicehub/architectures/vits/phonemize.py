@@ -113,27 +113,32 @@ class _Engine:
         if self.library is not None and self.library_path == library_path and self.data_path == data_path:
             return self.library
         try:
-            library = self.library if self.library_path == library_path else ctypes.CDLL(library_path)
+            library = (
+                self.library
+                if self.library is not None and self.library_path == library_path
+                else ctypes.CDLL(library_path)
+            )
         except OSError as err:
             raise PhonemizerError(f"cannot load libespeak-ng from {library_path}: {err}; {INSTALL_HINT}") from err
         if self.library is not None:
             self.library.espeak_Terminate()
+            self.library = None
         library.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
         library.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
         library.espeak_TextToPhonemes.restype = ctypes.c_void_p
         library.espeak_TextToPhonemes.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_int]
-        if not Path(data_path).is_dir() or library.espeak_Initialize(
-            _AUDIO_OUTPUT_SYNCHRONOUS, 0, os.fsencode(data_path), 0
-        ) <= 0:
+        if (
+            not Path(data_path).is_dir()
+            or library.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, os.fsencode(data_path), 0) <= 0
+        ):
             self.library = None
             raise PhonemizerError(f"espeak-ng could not initialise with its data directory {data_path}")
         self.library, self.library_path, self.data_path, self.voice = library, library_path, data_path, None
         return library
 
-    def set_voice(self, voice: str) -> None:
+    def set_voice(self, library: ctypes.CDLL, voice: str) -> None:
         if self.voice != voice:
-            assert self.library is not None  # ensure() ran first
-            if self.library.espeak_SetVoiceByName(voice.encode()) != 0:
+            if library.espeak_SetVoiceByName(voice.encode()) != 0:
                 raise PhonemizerError(f"espeak-ng has no voice {voice!r} (e.g. 'en-us', 'en-gb', 'de', 'fr')")
             self.voice = voice
 
@@ -216,7 +221,7 @@ class EspeakPhonemizer:
         clauses: list[Clause] = []
         with _LOCK:
             library = _ENGINE.ensure(self.library_path, self.data_path)
-            _ENGINE.set_voice(self.voice)
+            _ENGINE.set_voice(library, self.voice)
             buffer = ctypes.create_string_buffer(raw)
             start = ctypes.addressof(buffer)
             pointer = ctypes.c_void_p(start)
