@@ -45,9 +45,10 @@ BATCH_TOLERANCE = 1e-4
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _two_threads() -> Iterator[None]:
+def _one_thread() -> Iterator[None]:
+    """One intra-op thread: the test machines are shared, and oversubscribed threads wait on each other."""
     previous = torch.get_num_threads()
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)
     try:
         yield
     finally:
