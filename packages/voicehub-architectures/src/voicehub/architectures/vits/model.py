@@ -498,16 +498,18 @@ class ResBlock(nn.Module):
             self.convs = nn.ModuleList(conv(d) for d in dilations)
 
     def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
+        # Each convolution's fresh output takes the residual in place: at 32 x 90k samples every avoided
+        # allocation saves a page-faulting 11 MB buffer.
         def masked(t: Tensor) -> Tensor:
-            return t if mask is None else t * mask
+            return t if mask is None else t.mul_(mask)
 
         if self.kind == "1":
             for conv1, conv2 in zip(self.convs1, self.convs2, strict=True):
-                xt = conv1(masked(F.leaky_relu(x, LRELU_SLOPE)))
-                x = x + conv2(masked(F.leaky_relu(xt, LRELU_SLOPE)))
+                xt = F.leaky_relu_(conv1(masked(F.leaky_relu(x, LRELU_SLOPE))), LRELU_SLOPE)
+                x = conv2(masked(xt)).add_(x)
         else:
             for conv in self.convs:
-                x = x + conv(masked(F.leaky_relu(x, LRELU_SLOPE)))
+                x = conv(masked(F.leaky_relu(x, LRELU_SLOPE))).add_(x)
         return x
 
 
@@ -544,17 +546,17 @@ class Generator(nn.Module):
         if g is not None:
             x = x + self.cond(g).unsqueeze(2)
         for i, (rate, up) in enumerate(zip(self.rates, self.ups, strict=True)):
-            x = F.leaky_relu(x, LRELU_SLOPE)
-            x = up(x if mask is None else x * mask)
+            x = F.leaky_relu_(x, LRELU_SLOPE)  # x is this loop's own tensor: in place is safe
+            x = up(x if mask is None else x.mul_(mask))
             if mask is not None:
                 mask = mask.repeat_interleave(rate, dim=3)
             blocks = self.resblocks[i * self.num_kernels : (i + 1) * self.num_kernels]
             total = blocks[0](x, mask)
             for block in blocks[1:]:
-                total = total + block(x, mask)
-            x = total / self.num_kernels
-        x = F.leaky_relu(x)
-        return torch.tanh(self.conv_post(x if mask is None else x * mask))[:, 0, 0]
+                total = total.add_(block(x, mask))
+            x = total.div_(self.num_kernels)
+        x = F.leaky_relu_(x)
+        return torch.tanh_(self.conv_post(x if mask is None else x.mul_(mask)))[:, 0, 0]
 
 
 # ----------------------------------------------------------------------------- the generator
