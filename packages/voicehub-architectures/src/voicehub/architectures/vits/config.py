@@ -320,14 +320,6 @@ class PiperVoiceConfig(Config):
         available = list(self.speaker_id_map) or [str(i) for i in range(self.num_speakers)]
         raise UnknownSpeakerError(speaker, available, num_speakers=self.num_speakers)
 
-    def check_scales(self, *, noise_scale: float, length_scale: float, noise_w: float) -> None:
-        """Refuse scales the graph cannot use.
-
-        Raises:
-            InferenceOptionError: naming the scale, its valid range and the value given.
-        """
-        check_scales(noise_scale=noise_scale, length_scale=length_scale, noise_w=noise_w)
-
     @classmethod
     def from_piper_json(cls, source: str | os.PathLike[str] | Mapping[str, Any]) -> PiperVoiceConfig:
         """Read a Piper ``.onnx.json`` (piper 1.x format).
