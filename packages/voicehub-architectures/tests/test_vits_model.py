@@ -125,10 +125,11 @@ def test_output_shapes_and_durations(voice: PiperVoice) -> None:
     assert bool(((slow_frames <= 2 * frames) & (slow_frames >= 2 * frames - lengths)).all()), (frames, slow_frames)
 
 
-def test_batched_equals_one_by_one_without_noise(voice: PiperVoice) -> None:
+@pytest.mark.parametrize("frames_per_item", [True, False])
+def test_batched_equals_one_by_one_without_noise(voice: PiperVoice, frames_per_item: bool) -> None:
     ids, lengths = pad_phoneme_ids(SENTENCES)
     with torch.inference_mode():
-        out = voice.model(ids, lengths, noise_scale=0.0, noise_w=0.0)
+        out = voice.model(ids, lengths, noise_scale=0.0, noise_w=0.0, frames_per_item=frames_per_item)
     for row, sentence in enumerate(SENTENCES):
         alone, durations = _alone(voice.model, sentence, noise_scale=0.0, noise_w=0.0)
         assert torch.equal(out.durations[row, : len(sentence)], durations)
