@@ -8,11 +8,10 @@ lengths differ slightly and each time is divided by its own audio duration (real
 
 Rows, each the best and the median of ``--repeats`` interleaved calls (ORT, native, ORT, ...):
 
-* ``short``: one short sentence; ``long``: one sentence of ~12 s of audio;
-* ``16 one by one``: 16 sentences synthesized one call each (the time for all 16);
-* ``16 batched``: the same 16 sentences in one padded native call (ORT's graph takes batches
-  too but not ragged ones: its ``input_lengths`` masks only the encoder, so piper calls it one
-  sentence at a time, as in the row above).
+* ``short``: one short sentence; ``long``: one sentence of ~10 s of audio;
+* 16 sentences: ORT one call each, native one call each, and native in one padded call,
+  interleaved within each repeat (ORT's graph takes no ragged batches: its ``input_lengths``
+  masks only the encoder, so piper calls it one sentence at a time).
 
 Usage: ``uv run python benchmarks/vits_speed.py [--repeats 5] [--threads 2]``
 """
@@ -118,29 +117,38 @@ def main() -> None:
                 samples += int(out.num_samples.sum())
         return samples / rate
 
-    rows = [
-        ("short", [ids_of(SHORT)], False),
-        ("long", [ids_of(LONG)], False),
-        ("16 one by one", [ids_of(t) for t in SIXTEEN], False),
-        ("16 batched", [ids_of(t) for t in SIXTEEN], True),
-    ]
     print(f"threads={args.threads} repeats={args.repeats} torch={torch.__version__} onnxruntime={ort.__version__}")
     print(f"{'row':<15} {'audio s':>8} {'ORT RTF min/med':>17} {'native RTF min/med':>19} {'native/ORT min':>15}")
-    for name, sentences, batched in rows:
-        run_ort(sentences[:1])  # warm-up
-        run_native(sentences[:2], batched)
+    for name, sentences in (("short", [ids_of(SHORT)]), ("long", [ids_of(LONG)])):
+        run_ort(sentences)  # warm-up
+        run_native(sentences, False)
         ort_rtf: list[float] = []
         native_rtf: list[float] = []
-        audio = 0.0
         for _ in range(args.repeats):
             seconds, audio = timed(lambda s=sentences: run_ort(s))  # type: ignore[misc]
             ort_rtf.append(seconds / audio)
-            seconds, audio = timed(lambda s=sentences, b=batched: run_native(s, b))  # type: ignore[misc]
+            seconds, audio = timed(lambda s=sentences: run_native(s, False))  # type: ignore[misc]
             native_rtf.append(seconds / audio)
         print(
             f"{name:<15} {audio:8.2f} {min(ort_rtf):8.3f}/{statistics.median(ort_rtf):.3f} "
             f"{min(native_rtf):10.3f}/{statistics.median(native_rtf):.3f} {min(native_rtf) / min(ort_rtf):15.2f}"
         )
+
+    # 16 sentences: ORT one by one, native one by one, native batched, interleaved in each repeat.
+    sixteen = [ids_of(t) for t in SIXTEEN]
+    run_native(sixteen[:2], True)
+    ort_s, single_s, batched_s = [], [], []
+    audio = 0.0
+    for _ in range(args.repeats):
+        seconds, audio = timed(lambda: run_ort(sixteen))
+        ort_s.append(seconds)
+        single_s.append(timed(lambda: run_native(sixteen, False))[0])
+        batched_s.append(timed(lambda: run_native(sixteen, True))[0])
+    print(f"16 sentences, {audio:.1f} s of audio; seconds per sentence, min/median of {args.repeats}:")
+    for name, times in (("ORT one by one", ort_s), ("native one by one", single_s), ("native batched", batched_s)):
+        print(f"  {name:<18} {min(times) / 16:.3f}/{statistics.median(times) / 16:.3f}")
+    ratios = [b / s for b, s in zip(batched_s, single_s, strict=True)]
+    print(f"  native batched / one by one, same repeat: min {min(ratios):.2f}, median {statistics.median(ratios):.2f}")
 
 
 if __name__ == "__main__":

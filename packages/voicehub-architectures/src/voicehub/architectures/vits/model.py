@@ -722,11 +722,10 @@ class VITSGenerator(nn.Module):
             generator: source of the noise: one ``torch.Generator`` for the batch, or one per item
                 (then each item's audio is independent of the other items); ``None`` uses torch's
                 global generator.
-            frames_per_item: run the frame-rate half (flow and decoder, ~80 % of the work) item by
-                item at each item's own length instead of padded and masked. ``None``: per item on
-                the CPU, where convolutions over hundreds of frames gain nothing from a batch and
-                padding is wasted work; batched on other devices. The text encoder and duration
-                predictor always run batched.
+            frames_per_item: run the decoder (~60 % of the work) item by item at each item's own
+                length instead of padded and masked. ``None``: per item on the CPU, where its
+                convolutions over tens of thousands of samples gain nothing from a batch and padding
+                is wasted work; batched on other devices. The rest always runs batched.
 
         Returns:
             :class:`VITSOutput` with the waveform, lengths and per-phoneme durations.
@@ -801,14 +800,13 @@ class VITSGenerator(nn.Module):
         ragged = bool((num_frames != max_frames).any())
         if frames_per_item is None:
             frames_per_item = device.type == "cpu"
+        z = self.flow.inverse(z_p, y_mask, g) * y_mask
         if frames_per_item and ragged:
             audio = torch.zeros(batch, max_frames * hop, device=device)
             for row, frames in enumerate(num_frames.tolist()):
                 g_row = g[row : row + 1] if g is not None else None
-                z = self.flow.inverse(z_p[row : row + 1, :, :frames], y_mask[row : row + 1, :, :frames], g_row)
-                audio[row, : frames * hop] = self.dec(z, g_row)[0]
+                audio[row, : frames * hop] = self.dec(z[row : row + 1, :, :frames], g_row)[0]
         else:
-            z = self.flow.inverse(z_p, y_mask, g) * y_mask
             audio = self.dec(z, g, num_frames if ragged else None)
             if ragged:
                 audio = audio * sequence_mask(num_samples, audio.shape[1])[:, 0]
