@@ -16,9 +16,11 @@ Module and parameter names follow the upstream ``SynthesizerTrn`` (``enc_p``, ``
 skips) are left out.
 
 Batches are padded on the right. Every step is masked so that each item's waveform equals the
-item synthesized alone: the text encoder and duration predictor mask their inputs, the flow masks
-its couplings, and the decoder zeroes the padded samples before each convolution (a lone item's
-convolutions see zero padding there), which upstream does not need because it runs one at a time.
+item synthesized alone (within float rounding of differently shaped products): the text encoder
+and duration predictor mask their inputs and the flow masks its couplings. The decoder runs item
+by item on the CPU (no work on padding); elsewhere it runs batched and zeroes the padded samples
+before each convolution (a lone item's convolutions see zero padding there), which upstream does
+not need because it synthesizes one sentence at a time.
 
 Noise: the stochastic duration predictor draws ``(batch, 2, T_x)`` standard normals scaled by
 ``noise_w``, the prior draws ``(batch, inter_channels, T_y)`` scaled by ``noise_scale``. Pass them

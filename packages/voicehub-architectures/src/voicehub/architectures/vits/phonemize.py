@@ -217,7 +217,7 @@ class EspeakPhonemizer:
 
     def clauses(self, text: str) -> list[Clause]:
         """Phonemes of each clause of ``text``, with its terminator and source text."""
-        raw = text.encode("utf-8")
+        raw = text.replace("\x00", " ").encode("utf-8")  # espeak reads C strings: a NUL would end the text
         clauses: list[Clause] = []
         with _LOCK:
             library = _ENGINE.ensure(self.library_path, self.data_path)

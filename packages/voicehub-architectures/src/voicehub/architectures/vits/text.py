@@ -176,6 +176,9 @@ class PiperTextFrontEnd:
     def __call__(self, text: str) -> list[SentenceIds]:
         """Split ``text`` into sentences and map each to phoneme ids.
 
+        Voices with ``phoneme_type="text"`` read code points, not espeak phonemes: the whole text
+        is one sentence, as in piper.
+
         Raises:
             EmptyTextError: for empty or whitespace-only text.
             NothingToPronounceError: when no sentence has a pronounceable phoneme (e.g. only "...").
