@@ -78,10 +78,10 @@ SENTENCE_B = [
 ]
 
 MAX_ABS_BOUND = 2e-4
-"""Largest |native - ORT| sample allowed (measured 4.7e-5 on SENTENCE_A, noise off)."""
+"""Largest |native - ORT| sample allowed (measured 6.5e-5 on SENTENCE_A noise off, 3.5e-5 with the same noise)."""
 
 REL_RMS_BOUND = 2e-4
-"""Largest RMS(native - ORT) / RMS(ORT) allowed (measured 4.5e-5)."""
+"""Largest RMS(native - ORT) / RMS(ORT) allowed (measured 4.7e-5 noise off, 2.1e-5 with the same noise)."""
 
 
 @pytest.fixture(autouse=True, scope="module")
