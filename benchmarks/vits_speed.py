@@ -13,20 +13,26 @@ Rows, each the best and the median of ``--repeats`` interleaved calls (ORT, nati
   interleaved within each repeat (ORT's graph takes no ragged batches: its ``input_lengths``
   masks only the encoder, so piper calls it one sentence at a time).
 
-Usage: ``uv run python benchmarks/vits_speed.py [--repeats 5] [--threads 2]``
+``--no-spin`` stops idle worker threads from spinning in both runtimes (``OMP_WAIT_POLICY=PASSIVE``
+for PyTorch's OpenMP pool, set before torch is imported; ``session.intra_op.allow_spinning=0``
+for ONNX Runtime). On a CPU shared with other jobs, spinning OpenMP workers steal the cores the
+working threads need, and PyTorch, which opens a parallel region per operator, suffers far more
+from it than ONNX Runtime: measure both ways there.
+
+Usage: ``uv run python benchmarks/vits_speed.py [--repeats 5] [--threads 2] [--no-spin]``
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import os
 import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import torch
 
 SHORT = "The quick brown fox jumps over the lazy dog."
 LONG = (
@@ -64,10 +70,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-spin", action="store_true", help="idle threads sleep instead of spinning (both runtimes)")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-
+    if args.no_spin:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # read once, when the OpenMP runtime starts
     import onnxruntime as ort
+    import torch
+
+    torch.set_num_threads(args.threads)
 
     from voicehub.architectures.vits import PiperTextFrontEnd, load_piper_voice, pad_phoneme_ids
 
@@ -83,6 +93,8 @@ def main() -> None:
     options = ort.SessionOptions()
     options.intra_op_num_threads = args.threads
     options.inter_op_num_threads = 1
+    if args.no_spin:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
     rate = voice.voice.sample_rate
     scales = np.array([voice.voice.noise_scale, voice.voice.length_scale, voice.voice.noise_w], dtype=np.float32)
@@ -117,7 +129,10 @@ def main() -> None:
                 samples += int(out.num_samples.sum())
         return samples / rate
 
-    print(f"threads={args.threads} repeats={args.repeats} torch={torch.__version__} onnxruntime={ort.__version__}")
+    print(
+        f"threads={args.threads} repeats={args.repeats} no_spin={args.no_spin} torch={torch.__version__} "
+        f"onnxruntime={ort.__version__}"
+    )
     print(f"{'row':<15} {'audio s':>8} {'ORT RTF min/med':>17} {'native RTF min/med':>19} {'native/ORT min':>15}")
     for name, sentences in (("short", [ids_of(SHORT)]), ("long", [ids_of(LONG)])):
         run_ort(sentences)  # warm-up
