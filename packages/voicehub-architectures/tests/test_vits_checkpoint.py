@@ -230,6 +230,13 @@ def test_voice_with_a_missing_tensor_raises_naming_it(tmp_path: Path) -> None:
     assert info.value.missing == ("dec.resblocks.4.convs.1.weight",)
 
 
+@pytest.mark.parametrize("dropped", ["dec.resblocks.1.convs.0.weight", "enc_p.proj.weight"])
+def test_voice_missing_a_size_defining_tensor_still_names_it(tmp_path: Path, dropped: str) -> None:
+    with pytest.raises(CheckpointMismatchError) as info:
+        load_piper_voice(_voice_without(tmp_path, dropped))
+    assert info.value.missing == (dropped,)
+
+
 def test_voice_with_a_missing_anonymous_flow_weight_raises_naming_the_module(tmp_path: Path) -> None:
     graph = read_onnx_voice(VOICE)
     anonymous = onnx_tensor_plan(graph).renamed["flow.flows.2.enc.res_skip_layers.3.weight"]

@@ -232,6 +232,12 @@ def _count(names: Mapping[str, Any], pattern: str) -> int:
     return len({m.group(1) for name in names if (m := regex.match(name))})
 
 
+def _tensor(tensors: Mapping[str, Tensor | np.ndarray], name: str) -> Tensor | np.ndarray:
+    if name not in tensors:
+        raise CheckpointMismatchError(f"cannot infer the VITS graph sizes: missing [{name!r}]", missing=[name])
+    return tensors[name]
+
+
 def config_from_tensors(
     tensors: Mapping[str, Tensor | np.ndarray],
     *,
@@ -248,23 +254,33 @@ def config_from_tensors(
     the residual block type.
 
     Raises:
-        CheckpointError: when a tensor the sizes are read from is missing.
+        CheckpointMismatchError: naming a tensor the sizes are read from that is missing.
     """
-    try:
-        emb = tensors["enc_p.emb.weight"]
-        proj = tensors["enc_p.proj.weight"]
-        rel = tensors["enc_p.encoder.attn_layers.0.emb_rel_k"]
-        ffn = tensors["enc_p.encoder.ffn_layers.0.conv_1.weight"]
-        ups = [tensors[f"dec.ups.{i}.weight"] for i in range(_count(tensors, r"^dec\.ups\.(\d+)\.weight$"))]
-        in_layer = tensors["flow.flows.0.enc.in_layers.0.weight"]
-        conv_pre = tensors["dec.conv_pre.weight"]
-    except KeyError as err:
-        raise CheckpointError(f"cannot infer the VITS graph sizes: no tensor {err.args[0]!r}") from err
+    emb = _tensor(tensors, "enc_p.emb.weight")
+    proj = _tensor(tensors, "enc_p.proj.weight")
+    rel = _tensor(tensors, "enc_p.encoder.attn_layers.0.emb_rel_k")
+    ffn = _tensor(tensors, "enc_p.encoder.ffn_layers.0.conv_1.weight")
+    num_ups = 1 + max((int(m.group(1)) for n in tensors if (m := re.match(r"^dec\.ups\.(\d+)\.", n))), default=-1)
+    ups = [_tensor(tensors, f"dec.ups.{i}.weight") for i in range(num_ups)]
+    in_layer = _tensor(tensors, "flow.flows.0.enc.in_layers.0.weight")
+    conv_pre = _tensor(tensors, "dec.conv_pre.weight")
     num_kernels = _count(tensors, r"^dec\.resblocks\.(\d+)\.")
     num_kernels //= max(len(ups), 1)
     kind: Literal["1", "2"] = "1" if any(name.startswith("dec.resblocks.0.convs1.") for name in tensors) else "2"
-    kernels = tuple(int(tensors[f"dec.resblocks.{j}.{'convs1' if kind == '1' else 'convs'}.0.weight"].shape[2])
-                    for j in range(num_kernels))  # fmt: skip
+
+    def kernel_of(block: int) -> int:
+        # Any convolution of this block, in any upsampling stage (they share the kernel sizes).
+        for stage in range(max(len(ups), 1)):
+            pattern = re.compile(rf"^dec\.resblocks\.{block + stage * num_kernels}\.convs[12]?\.\d+\.weight$")
+            for name, tensor in tensors.items():
+                if pattern.match(name):
+                    return int(tensor.shape[2])
+        raise CheckpointMismatchError(
+            f"cannot infer the VITS graph sizes: no convolution of decoder residual block {block}",
+            missing=[f"dec.resblocks.{block}.convs.0.weight"],
+        )
+
+    kernels = tuple(kernel_of(j) for j in range(num_kernels))
     if resblock_dilation_sizes is None:
         resblock_dilation_sizes = ((1, 3, 5),) * num_kernels if kind == "1" else ((1, 2), (2, 6), (3, 12))[:num_kernels]
     up_kernels = tuple(int(w.shape[2]) for w in ups)
@@ -283,8 +299,10 @@ def config_from_tensors(
         kernel_size=int(ffn.shape[2]),
         window_size=(int(rel.shape[1]) - 1) // 2,
         stochastic_duration=stochastic,
-        duration_filter_channels=int(tensors["dp.conv_1.weight"].shape[0]) if not stochastic else 256,
-        duration_kernel_size=int(tensors["dp.convs.convs_sep.0.weight" if stochastic else "dp.conv_1.weight"].shape[2]),
+        duration_filter_channels=int(_tensor(tensors, "dp.conv_1.weight").shape[0]) if not stochastic else 256,
+        duration_kernel_size=int(
+            _tensor(tensors, "dp.convs.convs_sep.0.weight" if stochastic else "dp.conv_1.weight").shape[2]
+        ),
         duration_num_flows=_count(tensors, r"^dp\.flows\.(\d+)\.pre\.") + 1 if stochastic else 4,
         flow_num_couplings=_count(tensors, r"^flow\.flows\.(\d+)\.pre\."),
         flow_num_layers=_count(tensors, r"^flow\.flows\.0\.enc\.in_layers\.(\d+)\."),
@@ -320,27 +338,27 @@ def convert_onnx_voice(
     for native, source in plan.folded_logs.items():
         tensors[native] = -torch.log(torch.from_numpy(np.array(graph.initializers[source], dtype=np.float32)))
     unplaced = [f"{name} ({reason})" for name, reason in sorted(plan.unplaced.items())]
+    # Strides and dilations are node attributes; the node names also give the structure, so a
+    # missing weight is reported as missing instead of changing the inferred graph.
+    nodes = graph.attributes
+    ups = sum(bool(re.fullmatch(r"/dec/ups\.\d+/ConvTranspose", name)) for name in nodes)
+    strides = tuple(nodes.get(f"/dec/ups.{i}/ConvTranspose", {}).get("strides", [0])[0] for i in range(ups))
+    per_layer = "convs1" if any(name.startswith("/dec/resblocks.0/convs1.") for name in nodes) else "convs"
+    blocks = len({m.group(1) for name in nodes if (m := re.match(r"/dec/resblocks\.(\d+)/", name))}) // max(ups, 1)
+    dilations = tuple(
+        tuple(
+            nodes[f"/dec/resblocks.{j}/{per_layer}.{k}/Conv"].get("dilations", [1])[0]
+            for k in range(sum(bool(re.fullmatch(rf"/dec/resblocks\.{j}/{per_layer}\.\d+/Conv", n)) for n in nodes))
+        )
+        for j in range(blocks)
+    )
+    flow_dilation = nodes.get("/flow/flows.0/enc/in_layers.1/Conv", {}).get("dilations", [1])[0]
     try:
-        ups = _count(tensors, r"^dec\.ups\.(\d+)\.weight$")
-        strides = tuple(
-            graph.attributes.get(f"/dec/ups.{i}/ConvTranspose", {}).get("strides", [0])[0] for i in range(ups)
-        )
-        kind = "1" if any(n.startswith("dec.resblocks.0.convs1.") for n in tensors) else "2"
-        per_layer = "convs1" if kind == "1" else "convs"
-        blocks = _count(tensors, r"^dec\.resblocks\.(\d+)\.") // max(ups, 1)
-        dilations = tuple(
-            tuple(
-                graph.attributes.get(f"/dec/resblocks.{j}/{per_layer}.{k}/Conv", {}).get("dilations", [0])[0]
-                for k in range(_count(tensors, rf"^dec\.resblocks\.{j}\.{per_layer}\.(\d+)\.weight$"))
-            )
-            for j in range(blocks)
-        )
-        flow_dilation = graph.attributes.get("/flow/flows.0/enc/in_layers.1/Conv", {}).get("dilations", [1])[0]
         config = config_from_tensors(
             tensors,
             sample_rate=sample_rate,
             upsample_rates=strides if strides and min(strides) > 0 else None,
-            resblock_dilation_sizes=dilations if dilations and min(min(d, default=0) for d in dilations) > 0 else None,
+            resblock_dilation_sizes=dilations if dilations and all(dilations) else None,
             flow_dilation_rate=flow_dilation,
         )
     except (CheckpointError, ConfigError) as err:
@@ -348,6 +366,7 @@ def convert_onnx_voice(
         raise CheckpointMismatchError(
             f"{where}not a Piper VITS voice: {err}" + (f"; unplaced tensors {unplaced}" if unplaced else ""),
             path=str(path) if path is not None else None,
+            missing=err.missing if isinstance(err, CheckpointMismatchError) else (),
             unexpected=list(plan.unplaced),
         ) from err
     state = _strict_state(tensors, config, what="Piper VITS voice", path=path, extra_unexpected=unplaced)

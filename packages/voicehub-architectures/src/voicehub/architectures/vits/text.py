@@ -19,7 +19,7 @@ times ("1:30"), percentages and most abbreviations well. The rules, applied in t
 Sentence splitting is espeak-ng's, as in Piper: a sentence ends at ``. ? !`` followed by a space
 or the end (not inside "3.5" or "U.S.A." followed by a lower-case word) and at a blank line;
 clause punctuation ``, : ;`` stays inside the sentence as a phoneme, so the voice pauses there.
-With ``normalize=False`` the phoneme ids equal piper-tts 1.8.0's for the same text.
+With ``normalize=None`` the phoneme ids equal piper-tts 1.8.0's for the same text.
 """
 
 from __future__ import annotations
@@ -143,8 +143,9 @@ class PiperTextFrontEnd:
 
     Args:
         voice: the voice's config (espeak voice, id map, vowel clusters, phoneme type).
-        normalize: ``"english"`` applies :func:`normalize_english` (the default for English espeak
-            voices), ``None`` feeds the text to espeak-ng unchanged (ids equal piper-tts's).
+        normalize: ``"english"`` applies :func:`normalize_english`; ``"auto"`` does so for
+            English espeak voices only; ``None`` feeds the text to espeak-ng unchanged (the ids
+            then equal piper-tts's).
         phonemizer: the espeak-ng phonemizer; by default one for ``voice.espeak_voice``, created
             on first use.
         on_unknown: what to do with phonemes the id map lacks: ``"raise"`` or ``"skip"`` (piper).
@@ -154,14 +155,14 @@ class PiperTextFrontEnd:
         self,
         voice: PiperVoiceConfig,
         *,
-        normalize: Literal["english", "default"] | None = "default",
+        normalize: Literal["auto", "english"] | None = "auto",
         phonemizer: EspeakPhonemizer | None = None,
         on_unknown: Literal["raise", "skip"] = "raise",
     ) -> None:
         self.voice = voice
         english = voice.phoneme_type == "espeak" and voice.espeak_voice.lower().startswith("en")
         self.normalizer: Callable[[str], str] | None = (
-            normalize_english if normalize == "english" or (normalize == "default" and english) else None
+            normalize_english if normalize == "english" or (normalize == "auto" and english) else None
         )
         self._phonemizer = phonemizer
         self.on_unknown: Literal["raise", "skip"] = on_unknown
