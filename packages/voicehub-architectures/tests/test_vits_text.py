@@ -164,3 +164,15 @@ def test_missing_phonemizer_library_raises_with_the_install_command(
     with pytest.raises(OptionalDependencyError, match=r"pip install \"voicehub-architectures\[tts\]\"") as info:
         PiperTextFrontEnd(voice)("Hello.")
     assert info.value.package == "espeakng_loader"
+
+
+def test_importing_the_package_and_reading_a_voice_config_loads_no_torch_and_no_espeak() -> None:
+    import subprocess
+
+    probe = (
+        "import sys\nfrom voicehub.architectures.vits import PiperVoiceConfig\n"
+        f"PiperVoiceConfig.from_piper_json({str(VOICE_JSON)!r})\n"
+        "print([m for m in ('torch', 'onnx', 'espeakng_loader') if m in sys.modules])"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.strip() == "[]"

@@ -56,6 +56,12 @@ LRELU_SLOPE = 0.1
 MASK_VALUE = -1e4
 """Attention logit given to padded keys (upstream VITS value; exp(-1e4) underflows to 0 in float32)."""
 
+SHAPE_BUCKET = 32
+"""Phoneme ids and latent frames are padded (and masked) up to a multiple of this before the graph
+runs: oneDNN builds convolution kernels per input shape (a new length cost the decoder ~75 ms,
+measured against ~125 ms of work), and rounded lengths repeat from call to call, so the kernels it
+cached are reused."""
+
 SPLINE_MIN_BIN = 1e-3
 """Smallest bin width, height and derivative of the rational-quadratic spline (upstream default)."""
 
@@ -609,6 +615,16 @@ class VITSOutput:
         return waveform, self.durations[index, :num_ids].cpu().numpy() * self.hop_length
 
 
+def _bucket(length: int) -> int:
+    """``length`` rounded up to a multiple of :data:`SHAPE_BUCKET`."""
+    return -(-length // SHAPE_BUCKET) * SHAPE_BUCKET
+
+
+def _pad_to(tensor: Tensor, length: int) -> Tensor:
+    """Zero-pad the last axis up to ``length``."""
+    return F.pad(tensor, (0, length - tensor.shape[-1])) if tensor.shape[-1] < length else tensor
+
+
 def pad_phoneme_ids(sequences: Sequence[Sequence[int]], *, pad_id: int = 0) -> tuple[Tensor, Tensor]:
     """Right-pad id sequences into one batch.
 
@@ -711,7 +727,7 @@ class VITSGenerator(nn.Module):
         generator: torch.Generator | Sequence[torch.Generator] | None = None,
         frames_per_item: bool | None = None,
     ) -> VITSOutput:
-        """Synthesize a batch of phoneme-id sequences.
+        """Synthesize a batch of phoneme-id sequences (call it under ``torch.inference_mode()``).
 
         Args:
             ids: int64 (batch, T_x) phoneme ids, right-padded (see :func:`pad_phoneme_ids`).
@@ -753,8 +769,9 @@ class VITSGenerator(nn.Module):
                 f"{tuple(noise.latent.shape)}"
             )
 
-        x_mask = sequence_mask(lengths, num_ids)
-        x, m_p, logs_p = self.enc_p(ids, x_mask)
+        padded_ids = _bucket(num_ids)
+        x_mask = sequence_mask(lengths, padded_ids)
+        x, m_p, logs_p = self.enc_p(_pad_to(ids, padded_ids), x_mask)
         g = (
             self.emb_g(speaker_ids.to(device)).unsqueeze(-1)
             if speaker_ids is not None and self.config.num_speakers > 1
@@ -768,23 +785,23 @@ class VITSGenerator(nn.Module):
                 duration_noise = torch.zeros(batch, 2, num_ids, device=device)
             else:
                 duration_noise = _draw(generator, batch, 2, lengths, device)
-            logw = self.dp(x, x_mask, duration_noise * noise_w, g)
+            logw = self.dp(x, x_mask, _pad_to(duration_noise, padded_ids) * noise_w, g)
         else:
             logw = self.dp(x, x_mask, g)
-        durations = torch.ceil(torch.exp(logw) * x_mask * length_scale)[:, 0]  # (batch, T_x) frames
-        durations = durations.long()
+        durations = torch.ceil(torch.exp(logw) * x_mask * length_scale)[:, 0].long()  # (batch, padded T_x) frames
         num_frames = durations.sum(dim=1).clamp_min(1)
         max_frames = int(num_frames.max())
+        padded_frames = _bucket(max_frames)
 
         # Monotonic length regulation: frame f belongs to the phoneme whose cumulative end first exceeds f.
         ends = durations.cumsum(dim=1)
-        frames = torch.arange(max_frames, device=device).expand(batch, max_frames).contiguous()
+        frames = torch.arange(padded_frames, device=device).expand(batch, padded_frames).contiguous()
         phoneme = torch.searchsorted(ends, frames, right=True)
         valid = (frames < ends[:, -1:]).unsqueeze(1)
-        index = phoneme.clamp_max(num_ids - 1).unsqueeze(1).expand(-1, self.config.inter_channels, -1)
+        index = phoneme.clamp_max(padded_ids - 1).unsqueeze(1).expand(-1, self.config.inter_channels, -1)
         m_frames = torch.gather(m_p, 2, index) * valid
         logs_frames = torch.gather(logs_p, 2, index) * valid
-        y_mask = sequence_mask(num_frames, max_frames)
+        y_mask = sequence_mask(num_frames, padded_frames)
 
         if noise is not None:
             if noise.latent.shape[2] < max_frames:
@@ -793,25 +810,31 @@ class VITSGenerator(nn.Module):
                 )
             latent_noise = noise.latent[:, :, :max_frames].to(device)
         elif noise_scale == 0:
-            latent_noise = torch.zeros_like(m_frames)
+            latent_noise = torch.zeros(batch, self.config.inter_channels, max_frames, device=device)
         else:
             latent_noise = _draw(generator, batch, self.config.inter_channels, num_frames, device)
-        z_p = m_frames + latent_noise * torch.exp(logs_frames) * noise_scale
+        z_p = m_frames + _pad_to(latent_noise, padded_frames) * torch.exp(logs_frames) * noise_scale
+        z = self.flow.inverse(z_p, y_mask, g) * y_mask
+
         hop = self.config.hop_length
         num_samples = num_frames * hop
-        ragged = bool((num_frames != max_frames).any())
         if frames_per_item is None:
             frames_per_item = device.type == "cpu"
-        z = self.flow.inverse(z_p, y_mask, g) * y_mask
-        if frames_per_item and ragged:
+        if frames_per_item:
             audio = torch.zeros(batch, max_frames * hop, device=device)
-            for row, frames in enumerate(num_frames.tolist()):
+            for row, count in enumerate(num_frames.tolist()):
                 g_row = g[row : row + 1] if g is not None else None
-                audio[row, : frames * hop] = self.dec(z[row : row + 1, :, :frames], g_row)[0]
+                rounded = _bucket(count)
+                decoded = self.dec(
+                    z[row : row + 1, :, :rounded], g_row, num_frames[row : row + 1] if rounded != count else None
+                )
+                audio[row, : count * hop] = decoded[0, : count * hop]
         else:
-            audio = self.dec(z, g, num_frames if ragged else None)
+            ragged = bool((num_frames != padded_frames).any())
+            audio = self.dec(z, g, num_frames if ragged else None)[:, : max_frames * hop]
             if ragged:
                 audio = audio * sequence_mask(num_samples, audio.shape[1])[:, 0]
+        durations = durations[:, :num_ids]
         return VITSOutput(
             waveform=audio,
             num_samples=num_samples,
