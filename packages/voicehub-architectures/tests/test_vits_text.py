@@ -176,3 +176,13 @@ def test_importing_the_package_and_reading_a_voice_config_loads_no_torch_and_no_
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_unknown_espeak_voice_and_bad_data_directory_raise_phonemizer_errors(tmp_path: Path) -> None:
+    from voicehub.architectures.errors import PhonemizerError
+
+    with pytest.raises(PhonemizerError, match="no voice 'xx-nowhere'"):
+        EspeakPhonemizer("xx-nowhere").clauses("Hello.")
+    with pytest.raises(PhonemizerError, match="could not initialise"):
+        EspeakPhonemizer("en-us", data_path=tmp_path / "missing").clauses("Hello.")
+    assert EspeakPhonemizer("en-us").clauses("Hello.")[0].phonemes == "həlˈoʊ"  # recovers with the default data
