@@ -48,10 +48,9 @@ from voicehub.architectures.vits.config import (
     VITSConfig,
     check_scales,
 )
+from voicehub.architectures.vits.decoder import Generator
+from voicehub.architectures.vits.layers import LayerNorm, PointwiseConv1d, sequence_mask
 from voicehub.core.errors import InferenceOptionError
-
-LRELU_SLOPE = 0.1
-"""Leaky-ReLU slope inside the HiFi-GAN decoder (the last activation uses PyTorch's default 0.01)."""
 
 MASK_VALUE = -1e4
 """Attention logit given to padded keys (upstream VITS value; exp(-1e4) underflows to 0 in float32)."""
@@ -64,39 +63,6 @@ cached are reused."""
 
 SPLINE_MIN_BIN = 1e-3
 """Smallest bin width, height and derivative of the rational-quadratic spline (upstream default)."""
-
-
-def sequence_mask(lengths: Tensor, max_length: int) -> Tensor:
-    """Float mask (batch, 1, max_length): 1 inside each sequence, 0 in its padding."""
-    positions = torch.arange(max_length, device=lengths.device)
-    return (positions[None, :] < lengths[:, None]).unsqueeze(1).float()
-
-
-class LayerNorm(nn.Module):
-    """LayerNorm over the channel axis of (batch, channels, time); parameters ``gamma`` and ``beta``."""
-
-    def __init__(self, channels: int, eps: float = 1e-5) -> None:
-        super().__init__()
-        self.eps = eps
-        self.gamma = nn.Parameter(torch.ones(channels))
-        self.beta = nn.Parameter(torch.zeros(channels))
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.layer_norm(x.transpose(1, -1), self.gamma.shape, self.gamma, self.beta, self.eps).transpose(1, -1)
-
-
-class PointwiseConv1d(nn.Conv1d):
-    """A kernel-1 Conv1d (same parameters) computed as a matrix product.
-
-    The text side runs many small (batch, C, T_x) products; as BLAS calls they stay on one thread
-    where a oneDNN convolution opens a parallel region each time, whose barrier costs more than
-    the product itself when the CPU is shared (measured 0.13 ms against 56 ms median for a
-    192 x 192 x 147 product on 2 busy cores).
-    """
-
-    def forward(self, x: Tensor) -> Tensor:
-        out = torch.matmul(self.weight[:, :, 0], x)
-        return out if self.bias is None else out + self.bias[:, None]
 
 
 # ----------------------------------------------------------------------------- text encoder
@@ -455,116 +421,6 @@ class ResidualCouplingBlock(nn.Module):
         for name in sorted(self.flows, key=int, reverse=True):
             z = cast(ResidualCouplingLayer, self.flows[name]).inverse(torch.flip(z, [1]), y_mask, g)
         return z
-
-
-# ----------------------------------------------------------------------------- decoder
-class TimeConv1d(nn.Conv1d):
-    """A Conv1d (same parameters) evaluated as a (1, k) Conv2d on channels-last (batch, C, 1, T) input.
-
-    oneDNN runs channels-last 2-D convolutions without reordering activations to a blocked layout
-    and back at every layer; on the decoder's long, narrow signals (32 channels x 90k samples) this
-    is 2-3x faster than ``conv1d`` on the CPU, for the same arithmetic.
-    """
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.conv2d(
-            x,
-            self.weight.unsqueeze(2),
-            self.bias,
-            (1, self.stride[0]),
-            (0, int(self.padding[0])),
-            (1, self.dilation[0]),
-            self.groups,
-        )
-
-
-class TimeConvTranspose1d(nn.ConvTranspose1d):
-    """A ConvTranspose1d evaluated as a (1, k) transposed Conv2d on channels-last input (see :class:`TimeConv1d`)."""
-
-    def forward(self, x: Tensor, output_size: list[int] | None = None) -> Tensor:
-        return F.conv_transpose2d(
-            x, self.weight.unsqueeze(2), self.bias, (1, self.stride[0]), (0, int(self.padding[0])), groups=self.groups
-        )
-
-
-class ResBlock(nn.Module):
-    """HiFi-GAN residual block: type 1 (dilated conv + plain conv per dilation) or type 2 (dilated convs)."""
-
-    def __init__(self, channels: int, kernel_size: int, dilations: Sequence[int], kind: str) -> None:
-        super().__init__()
-
-        def conv(dilation: int) -> nn.Conv1d:
-            return TimeConv1d(
-                channels, channels, kernel_size, dilation=dilation, padding=(kernel_size - 1) * dilation // 2
-            )
-
-        self.kind = kind
-        if kind == "1":
-            self.convs1 = nn.ModuleList(conv(d) for d in dilations)
-            self.convs2 = nn.ModuleList(conv(1) for _ in dilations)
-        else:
-            self.convs = nn.ModuleList(conv(d) for d in dilations)
-
-    def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
-        # Each convolution's fresh output takes the residual in place: at 32 x 90k samples every avoided
-        # allocation saves a page-faulting 11 MB buffer.
-        def masked(t: Tensor) -> Tensor:
-            return t if mask is None else t.mul_(mask)
-
-        if self.kind == "1":
-            for conv1, conv2 in zip(self.convs1, self.convs2, strict=True):
-                xt = F.leaky_relu_(conv1(masked(F.leaky_relu(x, LRELU_SLOPE))), LRELU_SLOPE)
-                x = conv2(masked(xt)).add_(x)
-        else:
-            for conv in self.convs:
-                x = conv(masked(F.leaky_relu(x, LRELU_SLOPE))).add_(x)
-        return x
-
-
-class Generator(nn.Module):
-    """HiFi-GAN generator: latent frames (batch, inter_channels, T_y) -> waveform (batch, T_y * hop).
-
-    Activations are kept as channels-last (batch, C, 1, T) tensors (see :class:`TimeConv1d`).
-    """
-
-    def __init__(self, config: VITSConfig) -> None:
-        super().__init__()
-        self.rates = config.upsample_rates
-        self.num_kernels = len(config.resblock_kernel_sizes)
-        channels = config.upsample_initial_channel
-        self.conv_pre = TimeConv1d(config.inter_channels, channels, 7, padding=3)
-        self.ups = nn.ModuleList()
-        self.resblocks = nn.ModuleList()
-        for rate, kernel in zip(config.upsample_rates, config.upsample_kernel_sizes, strict=True):
-            self.ups.append(TimeConvTranspose1d(channels, channels // 2, kernel, rate, padding=(kernel - rate) // 2))
-            channels //= 2
-            for size, dilations in zip(config.resblock_kernel_sizes, config.resblock_dilation_sizes, strict=True):
-                self.resblocks.append(ResBlock(channels, size, dilations, config.resblock))
-        self.conv_post = TimeConv1d(channels, 1, 7, padding=3, bias=False)
-        if config.speaker_channels:
-            self.cond = PointwiseConv1d(config.speaker_channels, config.upsample_initial_channel, 1)
-
-    def forward(self, z: Tensor, g: Tensor | None, frame_lengths: Tensor | None = None) -> Tensor:
-        """Decode latent frames; ``frame_lengths`` (batch,) masks the padding of a ragged batch."""
-        mask = None
-        if frame_lengths is not None:
-            mask = sequence_mask(frame_lengths, z.shape[2]).unsqueeze(2)  # (batch, 1, 1, T)
-        z = z.unsqueeze(2).contiguous(memory_format=torch.channels_last)
-        x = self.conv_pre(z if mask is None else z * mask)
-        if g is not None:
-            x = x + self.cond(g).unsqueeze(2)
-        for i, (rate, up) in enumerate(zip(self.rates, self.ups, strict=True)):
-            x = F.leaky_relu_(x, LRELU_SLOPE)  # x is this loop's own tensor: in place is safe
-            x = up(x if mask is None else x.mul_(mask))
-            if mask is not None:
-                mask = mask.repeat_interleave(rate, dim=3)
-            blocks = self.resblocks[i * self.num_kernels : (i + 1) * self.num_kernels]
-            total = blocks[0](x, mask)
-            for block in blocks[1:]:
-                total = total.add_(block(x, mask))
-            x = total.div_(self.num_kernels)
-        x = F.leaky_relu_(x)
-        return torch.tanh_(self.conv_post(x if mask is None else x.mul_(mask)))[:, 0, 0]
 
 
 # ----------------------------------------------------------------------------- the generator

@@ -1,0 +1,43 @@
+"""Small layers shared by the VITS text encoder, flow and decoder: masks, channel LayerNorm, 1x1 convs."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def sequence_mask(lengths: Tensor, max_length: int) -> Tensor:
+    """Float mask (batch, 1, max_length): 1 inside each sequence, 0 in its padding."""
+    positions = torch.arange(max_length, device=lengths.device)
+    return (positions[None, :] < lengths[:, None]).unsqueeze(1).float()
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm over the channel axis of (batch, channels, time); parameters ``gamma`` and ``beta``."""
+
+    def __init__(self, channels: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.gamma = nn.Parameter(torch.ones(channels))
+        self.beta = nn.Parameter(torch.zeros(channels))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(x.transpose(1, -1), self.gamma.shape, self.gamma, self.beta, self.eps).transpose(1, -1)
+
+
+class PointwiseConv1d(nn.Conv1d):
+    """A kernel-1 Conv1d (same parameters) computed as a matrix product.
+
+    The text side runs many small (batch, C, T_x) products; as BLAS calls they stay on one thread
+    where a oneDNN convolution opens a parallel region each time, whose barrier costs more than
+    the product itself when the CPU is shared (measured 0.13 ms against 56 ms median for a
+    192 x 192 x 147 product on 2 busy cores).
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        out = torch.matmul(self.weight[:, :, 0], x)
+        return out if self.bias is None else out + self.bias[:, None]
+
+
+__all__ = ["LayerNorm", "PointwiseConv1d", "sequence_mask"]
