@@ -268,6 +268,10 @@ def _validate_samples(samples: FloatArray, source: str) -> FloatArray:
     return samples
 
 
+DOWNMIX_BLOCK_SAMPLES = 1 << 18
+"""Samples per channel averaged at once when downmixing (bounds the float64 temporary to 2 MB)."""
+
+
 def _downmix(data: npt.NDArray[Any], source: str) -> FloatArray:
     """``data`` is (num_channels, num_samples) float32; returns (num_samples,)."""
     if data.ndim == 1:
@@ -284,7 +288,14 @@ def _downmix(data: npt.NDArray[Any], source: str) -> FloatArray:
             f"arrays are (num_channels, num_samples), transpose a (num_samples, num_channels) array",
             source=source,
         )
-    return np.ascontiguousarray(data.mean(axis=0, dtype=np.float64).astype(np.float32))
+    if data.shape[0] == 1:
+        return data[0]  # mono: a view, no temporary
+    # The float64 mean is taken block by block so the temporary stays at DOWNMIX_BLOCK_SAMPLES.
+    mixed = np.empty(data.shape[1], dtype=np.float32)
+    for start in range(0, data.shape[1], DOWNMIX_BLOCK_SAMPLES):
+        stop = start + DOWNMIX_BLOCK_SAMPLES
+        mixed[start:stop] = data[:, start:stop].mean(axis=0, dtype=np.float64)
+    return mixed
 
 
 def _riff_truncation(path: Path) -> str | None:
@@ -328,6 +339,12 @@ def decode_audio_file(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
         AudioDecodeError: naming the file, when it is missing, empty, truncated, not audio,
             or holds no samples.
     """
+    frames, sample_rate = _decode_frames(path)
+    return np.ascontiguousarray(frames.T), sample_rate
+
+
+def _decode_frames(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
+    """:func:`decode_audio_file` as libsndfile returns it: float32 (num_samples, num_channels)."""
     import soundfile
 
     file = Path(path)
@@ -362,7 +379,7 @@ def decode_audio_file(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
             f"{name}: file is truncated: header declares {declared} frames, decoded {data.shape[0]}",
             source=name,
         )
-    return np.ascontiguousarray(data.T), sample_rate
+    return data, sample_rate
 
 
 RAW_PCM_SUFFIXES = (".raw", ".pcm")
@@ -430,7 +447,7 @@ def load_audio(
     """
     if isinstance(audio, (str, os.PathLike)):
         source = os.fspath(audio)
-        data, file_rate = decode_audio_file(audio)
+        frames, file_rate = _decode_frames(audio)
         if sample_rate is not None and check_sample_rate(sample_rate, source=source) != file_rate:
             raise SampleRateError(
                 f"{source}: sample_rate={sample_rate} Hz conflicts with the file's {file_rate} Hz; "
@@ -439,7 +456,7 @@ def load_audio(
                 actual=sample_rate,
                 source=source,
             )
-        samples = _downmix(data, source)
+        samples = _downmix(frames.T, source)  # a view: mono needs no copy, stereo is averaged in blocks
         rate = file_rate
     elif isinstance(audio, Waveform):
         source = audio.source
