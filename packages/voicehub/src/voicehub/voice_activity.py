@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Protocol, overload, runtime_checkable
 
 import numpy as np
 
-from voicehub.audio_input import PreTrainedAudioModel
+from voicehub.audio_input import STREAM_BLOCK_S, STREAM_FILE_MIN_DURATION_S, PreTrainedAudioModel
 from voicehub.core.audio import (
     AudioLike,
     Waveform,
@@ -49,13 +49,6 @@ class ResamplingConfig(Protocol):
     def resample(self) -> bool:
         """Whether audio at an unsupported rate is resampled."""
         ...
-
-
-STREAM_FILE_MIN_DURATION_S = 120.0
-"""``detect`` streams a file longer than this (seconds) through ``detect_file`` instead of decoding it whole."""
-
-STREAM_BLOCK_S = 30.0
-"""Seconds of a file decoded and scored at once on the streamed path (1.9 MB of float32 at 16 kHz)."""
 
 
 class PreTrainedVADModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
