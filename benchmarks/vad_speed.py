@@ -158,9 +158,8 @@ def main() -> None:
         f"{duration_s:.1f} s of audio, Silero VAD {args.weights}, {args.threads} thread(s), {args.repeats} interleaved "
         f"rounds, torch {torch.__version__}, onnxruntime {onnxruntime.__version__}, load average {load:.2f}"
     )
-    print(
-        f"{'implementation':<20} {'min ms':>8} {'median ms':>10} {'RTF':>8} {'x JIT min/med':>14} {'x ONNX min/med':>15}  same"
-    )
+    header = f"{'min ms':>8} {'median ms':>10} {'RTF':>8} {'x JIT min/med':>14} {'x ONNX min/med':>15}"
+    print(f"{'implementation':<20} {header}  same")
     for name, row in results.items():
         jit_ratios = f"{row['speedup_vs_upstream_jit']:.2f}/{row['median_speedup_vs_upstream_jit']:.2f}"
         onnx_ratios = f"{row['speedup_vs_upstream_onnx']:.2f}/{row['median_speedup_vs_upstream_onnx']:.2f}"
