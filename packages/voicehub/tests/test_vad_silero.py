@@ -218,12 +218,12 @@ def test_vad_silero_detect_streams_a_long_file_with_the_whole_file_result(
     model: SileroVADModel, tmp_path: Path
 ) -> None:
     """A 3-minute file (past STREAM_FILE_MIN_DURATION_S) goes through detect_file and gives the same output."""
+    from voicehub.audio_input import STREAM_FILE_MIN_DURATION_S
     from voicehub.core import save_audio
-    from voicehub.voice_activity import STREAM_FILE_MIN_DURATION_S
 
     speech = load_audio(SPEECH_60S).samples
     path = save_audio(tmp_path / "three_minutes.wav", np.concatenate([speech, speech[::-1], speech]), 16000)
-    assert 180 > STREAM_FILE_MIN_DURATION_S
+    assert STREAM_FILE_MIN_DURATION_S < 180
     streamed = model.detect(path, return_probabilities=True)
     whole = model.detect(load_audio(path), return_probabilities=True)
     assert whole.duration_s == 3 * speech.shape[0] / 16000
