@@ -110,6 +110,12 @@ def bench_model(model_type: str, passes: tuple[str, ...], repeats: int) -> list[
     if spec.task not in PROBES:
         print(f"# {model_type}: no probe for task {spec.task.value}; skipped")
         return []
+    if spec.default_source is None:
+        # Timing passes on randomly initialised weights would report speed-ups and output differences
+        # of a model nobody runs; the model is listed as skipped, with the reason, instead.
+        reason = "skipped: no pretrained weights registered (default_source is None; train it or load a checkpoint)"
+        print(f"# {model_type}: {reason}")
+        return [Row(model_type, "(all passes)", "skipped", float("nan"), float("nan"), "-", reason)]
     probe, difference, _ = PROBES[spec.task]
     model = voicehub.AutoModel.from_pretrained(model_type=model_type, device="cpu")
     model.load()
@@ -216,16 +222,16 @@ def table(rows: list[Row], repeats: int, load: tuple[float, float]) -> str:
         "|---|---|---|---:|---:|---:|---|---|",
     ]
     for row in rows:
-        untimed = row.outcome in ("not-applicable", "training-only")
+        untimed = row.outcome in ("not-applicable", "training-only", "skipped")
         ratio = "n/a" if untimed else f"{row.ratio:.2f}"
         optimized = "n/a" if untimed else f"{row.optimized_ms:.1f}"
-        eager = "n/a" if row.outcome == "training-only" else f"{row.eager_ms:.1f}"
+        eager = "n/a" if row.outcome in ("training-only", "skipped") else f"{row.eager_ms:.1f}"
         note = row.note.replace("|", "/")
         lines.append(
             f"| {row.model_type} | {row.pass_name} | {row.outcome} | {eager} | {optimized} | {ratio} | "
             f"{row.difference} | {note} |"
         )
-    covered = sorted({voicehub.get_model_spec(r.model_type).task.value for r in rows})
+    covered = sorted({voicehub.get_model_spec(r.model_type).task.value for r in rows if r.outcome != "skipped"})
     missing = sorted(t.value for t in SpeechTask if t.value not in covered)
     lines += ["", f"Tasks covered: {', '.join(covered)}. No registered model for: {', '.join(missing)}."]
     return "\n".join(lines)

@@ -10,9 +10,11 @@ Every implementation gets the same decoded float32 audio and returns speech segm
 * ``native-streaming``: ``vad_silero`` ``stream()`` fed one 32 ms chunk per ``push()``, as a live
   stream (one ``step()`` per chunk).
 
-Each is timed best-of-``--repeats`` after one warm-up run, with ``--threads`` intra-op threads for
-torch and onnxruntime alike (default 1). The script checks that all four return the same
-segments. Real-time factor (RTF) = processing time / audio duration.
+After one warm-up run of each, ``--repeats`` rounds call every implementation once in turn
+(round-robin, so load from other processes hits all alike), with ``--threads`` intra-op threads
+for torch and onnxruntime alike (default 1); the minimum and the median of each are reported,
+and the speed-ups against upstream as ratios of minima and of medians. The script checks that
+all four return the same segments. Real-time factor (RTF) = minimum processing time / audio duration.
 
 Usage::
 
@@ -25,7 +27,9 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
+import os
 import platform
+import statistics
 import time
 import warnings
 from collections.abc import Callable
@@ -48,14 +52,16 @@ WEIGHTS = {
 }
 
 
-def _best_time(run: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    result = run()  # warm-up (and the result to compare)
-    best = float("inf")
+def _interleaved(runs: dict[str, Callable[[], Any]], repeats: int) -> tuple[dict[str, list[float]], dict[str, Any]]:
+    """Warm each run once (keeping its result), then time ``repeats`` round-robin rounds."""
+    results = {name: run() for name, run in runs.items()}
+    times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return times, results
 
 
 def main() -> None:
@@ -120,22 +126,26 @@ def main() -> None:
         "native-whole-file": native_whole_file,
         "native-streaming": native_streaming,
     }
+    load = os.getloadavg()[0]
+    times, segments = _interleaved(runs, args.repeats)
     results: dict[str, dict[str, Any]] = {}
-    segments: dict[str, Any] = {}
-    for name, run in runs.items():
-        seconds, segments[name] = _best_time(run, args.repeats)
-        results[name] = {"seconds": seconds, "rtf": seconds / duration_s}
+    for name in runs:
+        best, median = min(times[name]), statistics.median(times[name])
+        results[name] = {"seconds": best, "median_seconds": median, "rtf": best / duration_s}
     reference = segments["upstream-jit"]
     for name in runs:
-        results[name]["same_segments_as_upstream_jit"] = segments[name] == reference
-        results[name]["speedup_vs_upstream_jit"] = results["upstream-jit"]["seconds"] / results[name]["seconds"]
-        results[name]["speedup_vs_upstream_onnx"] = results["upstream-onnx"]["seconds"] / results[name]["seconds"]
+        row = results[name]
+        row["same_segments_as_upstream_jit"] = segments[name] == reference
+        for upstream_name, key in (("upstream-jit", "jit"), ("upstream-onnx", "onnx")):
+            row[f"speedup_vs_upstream_{key}"] = results[upstream_name]["seconds"] / row["seconds"]
+            row[f"median_speedup_vs_upstream_{key}"] = results[upstream_name]["median_seconds"] / row["median_seconds"]
     report = {
         "files": [str(p) for p in args.files],
         "audio_s": duration_s,
         "weights": args.weights,
         "threads": args.threads,
         "repeats": args.repeats,
+        "load_average": load,
         "torch": torch.__version__,
         "onnxruntime": onnxruntime.__version__,
         "cpu": platform.processor() or platform.machine(),
@@ -145,14 +155,17 @@ def main() -> None:
         print(json.dumps(report, indent=2, allow_nan=False))
         return
     print(
-        f"{duration_s:.1f} s of audio, Silero VAD {args.weights}, {args.threads} thread(s), best of {args.repeats}, "
-        f"torch {torch.__version__}, onnxruntime {onnxruntime.__version__}"
+        f"{duration_s:.1f} s of audio, Silero VAD {args.weights}, {args.threads} thread(s), {args.repeats} interleaved "
+        f"rounds, torch {torch.__version__}, onnxruntime {onnxruntime.__version__}, load average {load:.2f}"
     )
-    print(f"{'implementation':<20} {'time (ms)':>10} {'RTF':>8} {'x JIT':>7} {'x ONNX':>7}  same segments")
+    header = f"{'min ms':>8} {'median ms':>10} {'RTF':>8} {'x JIT min/med':>14} {'x ONNX min/med':>15}"
+    print(f"{'implementation':<20} {header}  same")
     for name, row in results.items():
+        jit_ratios = f"{row['speedup_vs_upstream_jit']:.2f}/{row['median_speedup_vs_upstream_jit']:.2f}"
+        onnx_ratios = f"{row['speedup_vs_upstream_onnx']:.2f}/{row['median_speedup_vs_upstream_onnx']:.2f}"
         print(
-            f"{name:<20} {row['seconds'] * 1000:>10.1f} {row['rtf']:>8.4f} {row['speedup_vs_upstream_jit']:>7.2f} "
-            f"{row['speedup_vs_upstream_onnx']:>7.2f}  {'yes' if row['same_segments_as_upstream_jit'] else 'NO'}"
+            f"{name:<20} {row['seconds'] * 1000:>8.1f} {row['median_seconds'] * 1000:>10.1f} {row['rtf']:>8.4f} "
+            f"{jit_ratios:>14} {onnx_ratios:>15}  {'yes' if row['same_segments_as_upstream_jit'] else 'NO'}"
         )
     if not all(row["same_segments_as_upstream_jit"] for row in results.values()):
         raise SystemExit("segments differ between implementations")

@@ -86,6 +86,28 @@ def test_stereo_is_downmixed_by_channel_mean(librivox_wav: Path, tmp_path: Path)
     np.testing.assert_allclose(from_file.samples, mono / 2, atol=1e-7)
 
 
+def test_loading_a_long_file_allocates_about_the_output_size(data_dir: Path, tmp_path: Path) -> None:
+    """A mono file decodes straight into the returned array; stereo downmixes without a full float64 copy."""
+    import tracemalloc
+
+    speech = load_audio(data_dir / "silero" / "test.wav").samples  # 60 s at 16 kHz
+    long = np.tile(speech, 5)  # 5 minutes, 19.2 MB as float32
+    mono_path = save_audio(tmp_path / "long.wav", long, 16000)
+    stereo_path = save_audio(tmp_path / "long_stereo.wav", np.stack([long, -0.5 * long]), 16000)
+    for path, channels in ((mono_path, 1), (stereo_path, 2)):
+        tracemalloc.start()
+        try:
+            waveform = load_audio(path)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        output = waveform.samples.nbytes
+        assert waveform.num_samples == long.shape[0]
+        # mono: the decoded buffer is the output; stereo: the decoded (2, n) buffer plus the output.
+        assert peak <= (channels + (channels > 1)) * output * 1.05 + 4_000_000, (path.name, peak / output)
+    np.testing.assert_allclose(waveform.samples, 0.25 * long, atol=1e-4)
+
+
 def test_transposed_multichannel_array_is_refused_with_the_fix(librivox_wav: Path) -> None:
     mono = load_audio(librivox_wav).samples
     with pytest.raises(AudioError, match="transpose"):

@@ -490,3 +490,38 @@ def test_a_version_1_config_with_copied_preprocessing_fields_migrates_to_the_nes
     assert SVGE2EConfig.from_json(config.to_json()) == config
     with pytest.raises(ConfigError, match=r"partials_per_second must be in \[0.625, 100\]"):
         SVGE2EConfig.from_dict({**old, "partials_per_second": 0.1})
+
+
+def _same_embedding(streamed: SpeakerOutput, whole: SpeakerOutput) -> None:
+    assert np.abs(streamed.embedding - whole.embedding).max() <= 1e-5
+    assert streamed.duration_s == pytest.approx(whole.duration_s, abs=1e-9)
+    assert streamed.source == whole.source
+    assert streamed.metadata == whole.metadata
+
+
+@pytest.mark.parametrize("trim_silence", [True, False])
+def test_sv_ge2e_embed_file_in_blocks_equals_the_whole_file_path(
+    verifier: GE2ESpeakerVerifier, trim_silence: bool
+) -> None:
+    path = DATA / "silero" / "test.wav"
+    whole = verifier.embed(load_audio(path), trim_silence=trim_silence)  # a Waveform: the whole-file path
+    streamed = verifier.embed_file(path, block_s=7.3, trim_silence=trim_silence)  # blocks cut mid-window
+    assert whole.metadata["num_partials"] > 50
+    _same_embedding(streamed, whole)
+
+
+def test_sv_ge2e_embed_streams_a_long_resampled_file_with_the_whole_file_result(
+    verifier: GE2ESpeakerVerifier, tmp_path: Path
+) -> None:
+    """A 3-minute 22.05 kHz stereo file goes block by block through embed() and matches the whole-file path."""
+    from voicehub.audio_input import STREAM_FILE_MIN_DURATION_S
+    from voicehub.core import resample, save_audio
+
+    speech = resample(load_audio(DATA / "silero" / "test.wav").samples, 16000, 22050)
+    long = np.concatenate([speech, speech[::-1], speech])
+    path = save_audio(tmp_path / "three_minutes.wav", np.stack([long, 0.5 * long]), 22050)
+    assert long.shape[0] / 22050 > STREAM_FILE_MIN_DURATION_S
+    streamed = verifier.embed(path)
+    whole = verifier.embed(load_audio(path))
+    assert whole.metadata["sample_rate"] == 16000
+    _same_embedding(streamed, whole)

@@ -195,6 +195,41 @@ def test_vad_silero_stream_equals_whole_file(model: SileroVADModel, chunk_sample
         assert delay < 16000 * 0.75 + chunk_samples, (event, pushed)
 
 
+def _same_vad_output(streamed: Any, whole: Any) -> None:
+    assert [(s.start_sample, s.end_sample) for s in streamed.segments] == [
+        (s.start_sample, s.end_sample) for s in whole.segments
+    ]
+    assert [s.score for s in streamed.segments] == pytest.approx([s.score for s in whole.segments], abs=1e-6)
+    assert streamed.duration_s == whole.duration_s and streamed.sample_rate == whole.sample_rate
+    assert streamed.source == whole.source and streamed.metadata == whole.metadata
+    assert whole.probabilities is not None and streamed.probabilities is not None
+    assert streamed.probabilities.shape == whole.probabilities.shape
+    assert np.abs(streamed.probabilities - whole.probabilities).max() <= 1e-6
+
+
+def test_vad_silero_detect_file_in_blocks_equals_the_whole_file_path(model: SileroVADModel) -> None:
+    whole = model.detect(load_audio(SPEECH_60S), return_probabilities=True)  # a Waveform: the whole-file path
+    streamed = model.detect_file(SPEECH_60S, block_s=7.3, return_probabilities=True)  # blocks cut mid-chunk
+    assert len(whole.segments) > 5
+    _same_vad_output(streamed, whole)
+
+
+def test_vad_silero_detect_streams_a_long_file_with_the_whole_file_result(
+    model: SileroVADModel, tmp_path: Path
+) -> None:
+    """A 3-minute file (past STREAM_FILE_MIN_DURATION_S) goes through detect_file and gives the same output."""
+    from voicehub.audio_input import STREAM_FILE_MIN_DURATION_S
+    from voicehub.core import save_audio
+
+    speech = load_audio(SPEECH_60S).samples
+    path = save_audio(tmp_path / "three_minutes.wav", np.concatenate([speech, speech[::-1], speech]), 16000)
+    assert STREAM_FILE_MIN_DURATION_S < 180
+    streamed = model.detect(path, return_probabilities=True)
+    whole = model.detect(load_audio(path), return_probabilities=True)
+    assert whole.duration_s == 3 * speech.shape[0] / 16000
+    _same_vad_output(streamed, whole)
+
+
 def test_vad_silero_stream_resamples_and_resets(model: SileroVADModel) -> None:
     audio = resample(load_audio(LIBRIVOX[1]).samples, 16000, 48000)
     session = model.stream(48000)

@@ -128,3 +128,24 @@ def test_vad_webrtc_input_shorter_than_one_frame_gives_a_valid_empty_output(
     assert output.segments == () and output.probabilities is not None and output.probabilities.shape == (0,)
     session = model.stream(sample_rate, min_speech_duration_ms=0)
     assert session.push(speech) + session.flush() == []
+
+
+def test_vad_webrtc_detect_streams_a_long_48k_file_with_the_whole_file_result(
+    model: WebRTCVADModel, tmp_path: Path
+) -> None:
+    """A 3-minute 48 kHz file (past STREAM_FILE_MIN_DURATION_S) goes block by block and matches the whole-file path."""
+    from voicehub.audio_input import STREAM_FILE_MIN_DURATION_S
+    from voicehub.core import save_audio
+
+    speech = load_audio(DATA / "silero" / "test.wav", target_sample_rate=48000).samples
+    path = save_audio(tmp_path / "three_minutes.wav", np.concatenate([speech, speech[::-1], speech]), 48000)
+    assert STREAM_FILE_MIN_DURATION_S < 180
+    streamed = model.detect(path, return_probabilities=True)
+    whole = model.detect(load_audio(path), return_probabilities=True)
+    assert len(whole.segments) > 20
+    assert [(s.start_sample, s.end_sample) for s in streamed.segments] == [
+        (s.start_sample, s.end_sample) for s in whole.segments
+    ]
+    assert streamed.duration_s == whole.duration_s and streamed.metadata == whole.metadata
+    assert whole.probabilities is not None and streamed.probabilities is not None
+    np.testing.assert_array_equal(streamed.probabilities, whole.probabilities)

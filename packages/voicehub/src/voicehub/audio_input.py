@@ -25,6 +25,14 @@ class SampleRateConfig(Protocol):
         ...
 
 
+STREAM_FILE_MIN_DURATION_S = 120.0
+"""Files longer than this (seconds) are processed block by block by models that can (``detect_file``,
+``embed_file``) instead of being decoded whole, so memory does not grow with their duration."""
+
+STREAM_BLOCK_S = 30.0
+"""Seconds of a file decoded at once on the block-by-block path (1.9 MB of float32 at 16 kHz)."""
+
+
 class PreTrainedAudioModel(PreTrainedSpeechModel[ConfigT, OptionsT, RuntimeT]):
     """Base of wrappers whose input is audio; see the module docstring for the accepted inputs."""
 
@@ -77,4 +85,4 @@ class PreTrainedAudioModel(PreTrainedSpeechModel[ConfigT, OptionsT, RuntimeT]):
         )
 
 
-__all__ = ["PreTrainedAudioModel", "SampleRateConfig"]
+__all__ = ["STREAM_BLOCK_S", "STREAM_FILE_MIN_DURATION_S", "PreTrainedAudioModel", "SampleRateConfig"]

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, TypeVar, overload
 
 import numpy as np
 
-from voicehub.audio_input import PreTrainedAudioModel
-from voicehub.core.audio import AudioLike, Waveform
+from voicehub.audio_input import STREAM_BLOCK_S, STREAM_FILE_MIN_DURATION_S, PreTrainedAudioModel
+from voicehub.core.audio import AudioLike, Waveform, audio_file_info, check_sample_rate, is_raw_pcm, load_audio
 from voicehub.core.config import Config
 from voicehub.core.device import Device, DeviceLike, DTypeLike
-from voicehub.core.errors import ConfigError, InferenceOptionError, OutputValidationError
+from voicehub.core.errors import AudioError, ConfigError, InferenceOptionError, LifecycleError, OutputValidationError
 from voicehub.core.lazy import lazy_attributes
 from voicehub.core.outputs import SpeakerOutput, VerificationOutput, check_outputs
 from voicehub.core.runtime import RuntimeBundle
@@ -321,9 +321,75 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT, SpeakerRuntime[E
             InferenceOptionError, AudioError, SampleRateError: for invalid options or audio.
         """
         resolved = self.resolve_options(options, **overrides)
+        if (
+            self.embeds_files_in_blocks
+            and isinstance(audio, (str, os.PathLike))
+            and not is_raw_pcm(audio)
+            and audio_file_info(audio).duration_s > STREAM_FILE_MIN_DURATION_S
+        ):
+            return self.embed_file(audio, sample_rate=sample_rate, options=resolved)
         waveforms, is_batch = self.prepare_audio(audio, sample_rate=sample_rate)
         outputs = self._run(self._embed, waveforms, resolved, SpeakerOutput)
         return outputs if is_batch else outputs[0]
+
+    embeds_files_in_blocks: ClassVar[bool] = False
+    """Whether the wrapper implements ``_embed_file`` (``embed`` then streams files longer than
+    :data:`~voicehub.audio_input.STREAM_FILE_MIN_DURATION_S`)."""
+
+    def embed_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        sample_rate: int | None = None,
+        options: OptionsT | None = None,
+        block_s: float = STREAM_BLOCK_S,
+        **overrides: object,
+    ) -> SpeakerOutput:
+        """Embed an audio file of any length with memory bounded by a block, not by its duration.
+
+        The file is decoded, downmixed and resampled ``block_s`` seconds at a time (a few passes
+        over the file); the result equals ``embed`` on the whole decoded file up to float32
+        summation order. ``embed`` takes this path for files longer than
+        :data:`~voicehub.audio_input.STREAM_FILE_MIN_DURATION_S`.
+
+        Args:
+            path: an audio file.
+            sample_rate: if given, must equal the file's rate.
+            options: inference options replacing the defaults.
+            block_s: seconds decoded at once (> 0).
+            **overrides: individual options.
+
+        Raises:
+            LifecycleError: for a model without a block-by-block path.
+            AudioDecodeError, AudioError, SampleRateError: for an unusable file.
+        """
+        if not self.embeds_files_in_blocks:
+            raise LifecycleError(f"{type(self).__name__} cannot embed a file block by block; use embed()")
+        resolved = self.resolve_options(options, **overrides)
+        source = os.fspath(path)
+        if is_raw_pcm(path):
+            raise AudioError(
+                f"{source}: headerless PCM has no sample rate; read it with load_raw_pcm and call embed", source=source
+            )
+        info = audio_file_info(path)
+        if sample_rate is not None and check_sample_rate(sample_rate, source=source) != info.sample_rate:
+            load_audio(path, sample_rate=sample_rate)  # raises the SampleRateError load_audio gives
+        if isinstance(block_s, bool) or not isinstance(block_s, (int, float)) or not block_s > 0:
+            raise AudioError(f"block_s: expected a positive number of seconds, got {block_s!r}", source=source)
+        rates = self.supported_sample_rates
+        rate = info.sample_rate if not rates or info.sample_rate in rates else rates[0]
+        block_samples = max(1, round(block_s * info.sample_rate))
+
+        def hook(runtime: SpeakerRuntime[EncoderT], paths: Sequence[str], opts: OptionsT) -> list[SpeakerOutput]:
+            return [self._embed_file(runtime, paths[0], rate, block_samples, opts)]
+
+        return self._run(hook, [source], resolved, SpeakerOutput)[0]
+
+    def _embed_file(
+        self, runtime: SpeakerRuntime[EncoderT], path: str, sample_rate: int, block_samples: int, options: OptionsT
+    ) -> SpeakerOutput:
+        """Embed the file at ``path`` block by block, resampled to ``sample_rate`` (see :meth:`embed_file`)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _embed_file() to embed files in blocks")
 
     @overload
     def verify(

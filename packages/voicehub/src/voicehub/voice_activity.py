@@ -15,8 +15,17 @@ from typing import Any, ClassVar, Protocol, overload, runtime_checkable
 
 import numpy as np
 
-from voicehub.audio_input import PreTrainedAudioModel
-from voicehub.core.audio import AudioLike, Waveform, check_sample_rate, load_audio, load_audio_batch
+from voicehub.audio_input import STREAM_BLOCK_S, STREAM_FILE_MIN_DURATION_S, PreTrainedAudioModel
+from voicehub.core.audio import (
+    AudioLike,
+    Waveform,
+    audio_file_info,
+    check_sample_rate,
+    is_raw_pcm,
+    iter_audio_blocks,
+    load_audio,
+    load_audio_batch,
+)
 from voicehub.core.errors import AudioError, LifecycleError
 from voicehub.core.outputs import SpeechSegment, VADOutput
 from voicehub.core.tasks import SpeechTask
@@ -135,9 +144,70 @@ class PreTrainedVADModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
             InferenceOptionError, AudioError, SampleRateError: for invalid options or audio.
         """
         resolved = self.resolve_options(options, **overrides)
+        if self._streams_files and isinstance(audio, (str, os.PathLike)) and not is_raw_pcm(audio):
+            info = audio_file_info(audio)
+            if info.duration_s > STREAM_FILE_MIN_DURATION_S:
+                return self.detect_file(audio, sample_rate=sample_rate, options=resolved)
         waveforms, is_batch = self.prepare_audio(audio, sample_rate=sample_rate)
         outputs = self._run(self._detect, waveforms, resolved, VADOutput)
         return outputs if is_batch else outputs[0]
+
+    @property
+    def _streams_files(self) -> bool:
+        return callable(getattr(self, "stream", None))
+
+    def detect_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        sample_rate: int | None = None,
+        options: OptionsT | None = None,
+        block_s: float = STREAM_BLOCK_S,
+        **overrides: object,
+    ) -> VADOutput:
+        """Find the speech segments of an audio file of any length with memory bounded by the block.
+
+        The file is decoded, downmixed and resampled ``block_s`` seconds at a time and pushed
+        through :meth:`stream` (the model's frame scorer carries its state across blocks), so
+        peak memory does not grow with the file's duration: it holds one block, the model and
+        one float32 probability per frame (about 125 kB per hour at 32 ms frames). ``detect``
+        takes this path for files longer than :data:`STREAM_FILE_MIN_DURATION_S`. The output
+        equals ``detect`` on the whole decoded file (same segments; probabilities within float32
+        rounding, < 1e-6).
+
+        Args:
+            path: an audio file.
+            sample_rate: if given, must equal the file's rate.
+            options: inference options replacing the defaults.
+            block_s: seconds decoded at once (> 0).
+            **overrides: individual options.
+
+        Raises:
+            LifecycleError: for a model without ``stream()``.
+            AudioDecodeError, AudioError, SampleRateError: for an unusable file.
+        """
+        stream = getattr(self, "stream", None)
+        if not callable(stream):
+            raise LifecycleError(f"{type(self).__name__} has no stream(); use detect() on the whole file")
+        resolved = self.resolve_options(options, **overrides)
+        source = os.fspath(path)
+        if is_raw_pcm(path):
+            raise AudioError(
+                f"{source}: headerless PCM has no sample rate; use load_raw_pcm then detect", source=source
+            )
+        info = audio_file_info(path)
+        if sample_rate is not None and check_sample_rate(sample_rate, source=source) != info.sample_rate:
+            load_audio(path, sample_rate=sample_rate)  # raises the SampleRateError load_audio gives
+        if not self.resamples:
+            self.check_input_rate(info.sample_rate, source)
+        if isinstance(block_s, bool) or not isinstance(block_s, (int, float)) or not block_s > 0:
+            raise AudioError(f"block_s: expected a positive number of seconds, got {block_s!r}", source=source)
+        session: VADStreamSession = stream(info.sample_rate, options=resolved)
+        block_samples = max(1, round(block_s * info.sample_rate))
+        for block in iter_audio_blocks(path, block_samples=block_samples):
+            session.push(block)
+        session.flush()
+        return session.output(source=source)
 
     def _detect(self, runtime: RuntimeT, waveforms: Sequence[Waveform], options: OptionsT) -> Sequence[VADOutput]:
         """Return one :class:`VADOutput` per waveform (run under ``torch.inference_mode``)."""
@@ -316,6 +386,8 @@ class VADStreamSession:
 
 
 __all__ = [
+    "STREAM_BLOCK_S",
+    "STREAM_FILE_MIN_DURATION_S",
     "FloatArray",
     "FrameScorer",
     "PreTrainedVADModel",

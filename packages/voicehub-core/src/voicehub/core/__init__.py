@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from voicehub.core import strict_json
 from voicehub.core.audio import (
+    AudioFileInfo,
     AudioLike,
     Waveform,
+    audio_file_info,
     check_sample_rate,
     decode_audio_file,
     is_raw_pcm,
+    iter_audio_blocks,
     load_audio,
     load_audio_batch,
     load_raw_pcm,
@@ -77,6 +80,7 @@ __all__ = [
     "ASRWord",
     "AudioDecodeError",
     "AudioError",
+    "AudioFileInfo",
     "AudioLike",
     "CheckpointError",
     "Config",
@@ -108,6 +112,7 @@ __all__ = [
     "VoiceHubError",
     "Waveform",
     "atomic_write",
+    "audio_file_info",
     "check_output",
     "check_output_directory",
     "check_output_file",
@@ -116,6 +121,7 @@ __all__ = [
     "decode_audio_file",
     "import_optional",
     "is_raw_pcm",
+    "iter_audio_blocks",
     "load_audio",
     "load_audio_batch",
     "load_raw_pcm",

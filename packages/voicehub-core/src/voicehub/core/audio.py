@@ -21,14 +21,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import struct
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from voicehub.core.errors import AudioDecodeError, AudioError, SampleRateError
+from voicehub.core.errors import AudioDecodeError, AudioError, SampleRateError, VoiceHubError
 from voicehub.core.files import atomic_write
 
 FloatArray = npt.NDArray[np.float32]
@@ -268,6 +268,10 @@ def _validate_samples(samples: FloatArray, source: str) -> FloatArray:
     return samples
 
 
+DOWNMIX_BLOCK_SAMPLES = 1 << 18
+"""Samples per channel averaged at once when downmixing (bounds the float64 temporary to 2 MB)."""
+
+
 def _downmix(data: npt.NDArray[Any], source: str) -> FloatArray:
     """``data`` is (num_channels, num_samples) float32; returns (num_samples,)."""
     if data.ndim == 1:
@@ -284,7 +288,15 @@ def _downmix(data: npt.NDArray[Any], source: str) -> FloatArray:
             f"arrays are (num_channels, num_samples), transpose a (num_samples, num_channels) array",
             source=source,
         )
-    return np.ascontiguousarray(data.mean(axis=0, dtype=np.float64).astype(np.float32))
+    if data.shape[0] == 1:
+        mono: FloatArray = data[0]  # a view, no temporary
+        return mono
+    # The float64 mean is taken block by block so the temporary stays at DOWNMIX_BLOCK_SAMPLES.
+    mixed = np.empty(data.shape[1], dtype=np.float32)
+    for start in range(0, data.shape[1], DOWNMIX_BLOCK_SAMPLES):
+        stop = start + DOWNMIX_BLOCK_SAMPLES
+        mixed[start:stop] = data[:, start:stop].mean(axis=0, dtype=np.float64)
+    return mixed
 
 
 def _riff_truncation(path: Path) -> str | None:
@@ -328,8 +340,12 @@ def decode_audio_file(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
         AudioDecodeError: naming the file, when it is missing, empty, truncated, not audio,
             or holds no samples.
     """
-    import soundfile
+    frames, sample_rate = _decode_frames(path)
+    return np.ascontiguousarray(frames.T), sample_rate
 
+
+def _check_audio_file(path: str | os.PathLike[str]) -> Path:
+    """Refuse a missing, directory, empty or truncated-WAV path before libsndfile opens it."""
     file = Path(path)
     name = str(file)
     if not file.exists():
@@ -341,18 +357,140 @@ def decode_audio_file(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
     truncation = _riff_truncation(file)
     if truncation is not None:
         raise AudioDecodeError(f"{name}: {truncation}", source=name)
+    return file
+
+
+def _libsndfile_error(name: str, err: Exception) -> AudioDecodeError:
+    detail = str(err).split(":", 1)[-1].strip() or "unknown error"
+    return AudioDecodeError(
+        f"{name}: cannot decode as audio (libsndfile: {detail}); expected WAV, FLAC, OGG, MP3 or "
+        f"another format libsndfile reads; headerless PCM must be read into an array first",
+        source=name,
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AudioFileInfo:
+    """What an audio file's header says, read without decoding the samples.
+
+    Attributes:
+        path: the file.
+        sample_rate: its rate in Hz.
+        num_channels: channels per frame.
+        num_frames: frames the header declares (0 when the format does not record it, e.g. some MP3).
+    """
+
+    path: Path
+    sample_rate: int
+    num_channels: int
+    num_frames: int
+
+    @property
+    def duration_s(self) -> float:
+        """Declared duration in seconds."""
+        return self.num_frames / self.sample_rate
+
+
+def audio_file_info(path: str | os.PathLike[str]) -> AudioFileInfo:
+    """Read an audio file's header (rate, channels, declared frames).
+
+    Raises:
+        AudioDecodeError: for a missing, empty, truncated or undecodable file.
+    """
+    import soundfile
+
+    file = _check_audio_file(path)
+    try:
+        info = soundfile.info(str(file))
+    except soundfile.LibsndfileError as err:
+        raise _libsndfile_error(str(file), err) from err
+    except (RuntimeError, TypeError, ValueError) as err:
+        raise AudioDecodeError(f"{file}: cannot decode as audio ({err})", source=str(file)) from err
+    return AudioFileInfo(
+        path=file, sample_rate=int(info.samplerate), num_channels=int(info.channels), num_frames=int(info.frames)
+    )
+
+
+def iter_audio_blocks(
+    path: str | os.PathLike[str], *, block_samples: int, target_sample_rate: int | None = None
+) -> Iterator[FloatArray]:
+    """Decode, downmix, validate and resample a file block by block.
+
+    Memory is bounded by the block, not by the file: libsndfile decodes ``block_samples`` frames
+    at a time and a streaming libsoxr resampler (HQ) carries its filter state across blocks.
+    Concatenated, the blocks equal ``load_audio(path).samples`` (bit for bit without resampling;
+    with resampling, up to the float32 rounding of the streaming filter).
+
+    Args:
+        path: an audio file libsndfile reads.
+        block_samples: frames decoded at once (> 0), at the file's rate.
+        target_sample_rate: rate in Hz of the yielded samples; ``None`` keeps the file's rate.
+
+    Yields:
+        float32 mono blocks (num_samples,) in [-1, 1]; the last may be shorter (or, when
+        resampling, longer by the resampler's flushed tail).
+
+    Raises:
+        AudioDecodeError: for a missing, empty, truncated or undecodable file (a truncation
+            found at the end is raised after the decoded blocks).
+        AudioError: for non-finite or out-of-range samples.
+    """
+    import soundfile
+
+    if isinstance(block_samples, bool) or not isinstance(block_samples, int) or block_samples < 1:
+        raise AudioError(f"block_samples: expected a positive int, got {block_samples!r}", source=str(path))
+    file = _check_audio_file(path)
+    name = str(file)
+    decoded = 0
+    try:
+        with soundfile.SoundFile(name) as handle:
+            declared, rate = handle.frames, int(handle.samplerate)
+            resampler: Any = None
+            if target_sample_rate is not None and check_sample_rate(target_sample_rate, source=name) != rate:
+                import soxr
+
+                resampler = soxr.ResampleStream(rate, target_sample_rate, 1, dtype="float32", quality="HQ")
+            while True:
+                frames = handle.read(block_samples, dtype="float32", always_2d=True)
+                last = frames.shape[0] < block_samples
+                decoded += frames.shape[0]
+                if decoded == 0:
+                    raise AudioDecodeError(f"{name}: file holds no audio samples", source=name)
+                samples = _downmix(frames.T, name) if frames.shape[0] else np.zeros(0, dtype=np.float32)
+                if samples.size:
+                    _validate_samples(samples, name)
+                if resampler is not None:
+                    samples = np.asarray(resampler.resample_chunk(samples, last=last), dtype=np.float32)
+                if samples.size:
+                    yield np.ascontiguousarray(samples, dtype=np.float32)
+                if last:
+                    break
+    except VoiceHubError:
+        raise
+    except soundfile.LibsndfileError as err:
+        raise _libsndfile_error(name, err) from err
+    except (RuntimeError, TypeError, ValueError) as err:
+        raise AudioDecodeError(f"{name}: cannot decode as audio ({err})", source=name) from err
+    if 0 < declared != decoded and file.suffix.lower() not in {".mp3"}:
+        raise AudioDecodeError(
+            f"{name}: file is truncated: header declares {declared} frames, decoded {decoded}",
+            source=name,
+        )
+
+
+def _decode_frames(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
+    """:func:`decode_audio_file` as libsndfile returns it: float32 (num_samples, num_channels)."""
+    import soundfile
+
+    file = _check_audio_file(path)
+    name = str(file)
     try:
         with soundfile.SoundFile(name) as handle:
             declared = handle.frames
             data = handle.read(dtype="float32", always_2d=True)
             sample_rate = int(handle.samplerate)
     except soundfile.LibsndfileError as err:
-        detail = str(err).split(":", 1)[-1].strip() or "unknown error"
-        raise AudioDecodeError(
-            f"{name}: cannot decode as audio (libsndfile: {detail}); expected WAV, FLAC, OGG, MP3 or "
-            f"another format libsndfile reads; headerless PCM must be read into an array first",
-            source=name,
-        ) from err
+        raise _libsndfile_error(name, err) from err
     except (RuntimeError, TypeError, ValueError) as err:
         raise AudioDecodeError(f"{name}: cannot decode as audio ({err})", source=name) from err
     if data.shape[0] == 0:
@@ -362,7 +500,7 @@ def decode_audio_file(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
             f"{name}: file is truncated: header declares {declared} frames, decoded {data.shape[0]}",
             source=name,
         )
-    return np.ascontiguousarray(data.T), sample_rate
+    return data, sample_rate
 
 
 RAW_PCM_SUFFIXES = (".raw", ".pcm")
@@ -430,7 +568,7 @@ def load_audio(
     """
     if isinstance(audio, (str, os.PathLike)):
         source = os.fspath(audio)
-        data, file_rate = decode_audio_file(audio)
+        frames, file_rate = _decode_frames(audio)
         if sample_rate is not None and check_sample_rate(sample_rate, source=source) != file_rate:
             raise SampleRateError(
                 f"{source}: sample_rate={sample_rate} Hz conflicts with the file's {file_rate} Hz; "
@@ -439,7 +577,7 @@ def load_audio(
                 actual=sample_rate,
                 source=source,
             )
-        samples = _downmix(data, source)
+        samples = _downmix(frames.T, source)  # a view: mono needs no copy, stereo is averaged in blocks
         rate = file_rate
     elif isinstance(audio, Waveform):
         source = audio.source
@@ -572,13 +710,16 @@ __all__ = [
     "MIN_SAMPLE_RATE",
     "RAW_PCM_SUFFIXES",
     "ArrayLike",
+    "AudioFileInfo",
     "AudioLike",
     "FloatArray",
     "TensorLike",
     "Waveform",
+    "audio_file_info",
     "check_sample_rate",
     "decode_audio_file",
     "is_raw_pcm",
+    "iter_audio_blocks",
     "load_audio",
     "load_audio_batch",
     "load_raw_pcm",

@@ -21,6 +21,8 @@ finds no speech became an empty waveform (and a NaN embedding); here it raises.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
@@ -45,13 +47,29 @@ def normalize_volume(samples: npt.NDArray[np.float32], target_dbfs: float) -> np
         AudioError: for digital silence (RMS 0), whose level is undefined.
     """
     scaled = samples * np.float32(INT16_MAX)
-    rms = np.sqrt(np.mean(scaled**2))
+    gain = volume_gain(np.mean(scaled**2), target_dbfs)
+    if gain is None:
+        return samples
+    return np.asarray(samples * gain, dtype=np.float32)
+
+
+def volume_gain(mean_square: Any, target_dbfs: float) -> Any:
+    """The factor :func:`normalize_volume` multiplies by, or ``None`` when it leaves the audio as it is.
+
+    Args:
+        mean_square: float32 mean of the squared samples scaled to int16 full scale (32767).
+        target_dbfs: target RMS level in dBFS.
+
+    Raises:
+        AudioError: for digital silence (mean square 0).
+    """
+    rms = np.sqrt(np.float32(mean_square))
     if not rms > 0:
         raise AudioError("GE2E: the input is digital silence (RMS 0); a speaker embedding needs speech")
     change_db = target_dbfs - 20 * np.log10(rms / INT16_MAX)
     if change_db < 0:
-        return samples
-    return np.asarray(samples * (10 ** (change_db / 20)), dtype=np.float32)
+        return None
+    return 10 ** (change_db / 20)
 
 
 def voiced_mask(samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDArray[np.bool_]:
@@ -73,17 +91,47 @@ def voiced_mask(samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDA
     num_windows = len(samples) // window
     if num_windows == 0:  # np.convolve would swap its operands on the shorter-than-kernel padding
         return np.zeros(0, dtype=bool)
+    vad = webrtcvad.Vad(config.vad_mode)
+    flags = window_flags(vad, samples[: num_windows * window], config)
+    return np.repeat(window_mask(flags, config), window)
+
+
+def window_flags(vad: Any, samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDArray[np.int64]:
+    """WebRTC VAD decision (0/1) of each whole ``config.vad_window_ms`` window of ``samples``.
+
+    Args:
+        vad: a ``webrtcvad.Vad`` at ``config.vad_mode``.
+        samples: float32 (num_windows * window_samples,) at ``config.sample_rate`` Hz.
+        config: the window length and rate.
+
+    Returns:
+        int64 (num_windows,).
+    """
+    rate = config.sample_rate
+    window = config.vad_window_ms * rate // 1000
+    num_windows = len(samples) // window
     pcm = np.clip(np.round(samples[: num_windows * window] * INT16_MAX), -(2**15), INT16_MAX).astype("<i2")
     data = pcm.tobytes()
-    vad = webrtcvad.Vad(config.vad_mode)
-    flags = np.array(
+    return np.array(
         [vad.is_speech(data[i * window * 2 : (i + 1) * window * 2], rate) for i in range(num_windows)], dtype=np.int64
     )
+
+
+def window_mask(flags: npt.NDArray[np.int64], config: GE2EConfig) -> npt.NDArray[np.bool_]:
+    """Smooth (moving average) and dilate per-window VAD flags into the per-window keep mask.
+
+    Args:
+        flags: int64 (num_windows,) from :func:`window_flags`, at least one window.
+        config: the smoothing width and the longest silence kept.
+
+    Returns:
+        bool (num_windows,).
+    """
     width = config.vad_moving_average_width
     padded = np.concatenate([np.zeros((width - 1) // 2, np.int64), flags, np.zeros(width // 2, np.int64)])
     counts = np.convolve(padded, np.ones(width, np.int64), mode="valid")
     smoothed = np.round(counts / width).astype(bool)
-    return np.repeat(dilate(smoothed, config.vad_max_silence_windows + 1), window)
+    return dilate(smoothed, config.vad_max_silence_windows + 1)
 
 
 def dilate(mask: npt.NDArray[np.bool_], size: int) -> npt.NDArray[np.bool_]:

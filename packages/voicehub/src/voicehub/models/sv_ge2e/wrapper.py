@@ -11,7 +11,7 @@ replaces the preprocessing stored with the encoder; its architecture comes from 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,12 @@ import numpy as np
 import torch
 
 from voicehub.architectures.errors import CheckpointMismatchError
-from voicehub.architectures.ge2e import GE2ESpeakerEncoder, load_resemblyzer_checkpoint, preprocess
+from voicehub.architectures.ge2e import GE2EConfig, GE2ESpeakerEncoder, load_resemblyzer_checkpoint, preprocess
 from voicehub.architectures.ge2e.checkpoint import WEIGHTS_DISTRIBUTION, WEIGHTS_INSTALL_HINT
-from voicehub.core.audio import AudioLike, Waveform
+from voicehub.architectures.ge2e.long_form import FloatArray, embed_long
+from voicehub.core.audio import AudioLike, Waveform, iter_audio_blocks
 from voicehub.core.device import Device
-from voicehub.core.errors import AudioError, CheckpointError
+from voicehub.core.errors import AudioDecodeError, AudioError, CheckpointError
 from voicehub.core.files import CONFIG_FILE_NAME, WEIGHTS_FILE_NAME
 from voicehub.core.outputs import SpeakerOutput
 from voicehub.hyperion.torch import HyperTorchModel
@@ -119,9 +120,7 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions, GE2ESpe
     ) -> Sequence[SpeakerOutput]:
         encoder = runtime.module
         device = encoder.device
-        config = encoder.config
-        if options.trim_silence is not None and options.trim_silence != config.trim_silence:
-            config = config.replace(trim_silence=options.trim_silence)
+        config = self._effective_config(encoder, options)
         kept = []
         for index, waveform in enumerate(waveforms):
             try:
@@ -134,30 +133,91 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions, GE2ESpe
                 ) from err
         tensors = [torch.from_numpy(k).to(device) for k in kept]
         embeddings = encoder.embed_utterances(tensors).float().cpu().numpy()
-        outputs = []
-        for embedding, w, k in zip(embeddings, waveforms, kept, strict=True):
-            speech_s = len(k) / w.sample_rate
-            metadata: dict[str, Any] = {
-                "model_type": self.model_type,
-                "sample_rate": w.sample_rate,
-                "speech_duration_s": speech_s,
-                "num_partials": len(encoder.partial_starts(len(k))[0]),
-            }
-            if speech_s < MIN_SPEECH_S:
-                metadata["warning"] = (
-                    f"only {speech_s:.2f} s of speech{' after silence trimming' if config.trim_silence else ''} "
-                    f"(minimum for a reliable embedding: {MIN_SPEECH_S} s, one GE2E partial); scores of this clip "
-                    "are less reliable: use a longer clip"
-                )
-            outputs.append(
-                SpeakerOutput(
-                    embedding=np.ascontiguousarray(embedding, dtype=np.float32),
-                    duration_s=w.duration_s,
-                    source=w.source,
-                    metadata=metadata,
-                )
+        return [
+            self._output(
+                embedding,
+                sample_rate=w.sample_rate,
+                duration_s=w.duration_s,
+                source=w.source,
+                kept_num_samples=len(k),
+                num_partials=len(encoder.partial_starts(len(k))[0]),
+                config=config,
             )
-        return outputs
+            for embedding, w, k in zip(embeddings, waveforms, kept, strict=True)
+        ]
+
+    embeds_files_in_blocks = True
+
+    def _embed_file(
+        self,
+        runtime: SpeakerRuntime[GE2ESpeakerEncoder],
+        path: str,
+        sample_rate: int,
+        block_samples: int,
+        options: SVGE2EOptions,
+    ) -> SpeakerOutput:
+        encoder = runtime.module
+        config = self._effective_config(encoder, options)
+
+        def blocks() -> Iterator[FloatArray]:
+            return iter_audio_blocks(path, block_samples=block_samples, target_sample_rate=sample_rate)
+
+        try:
+            result = embed_long(encoder, blocks, config, block_samples=block_samples)
+        except AudioError as err:
+            if isinstance(err, AudioDecodeError):
+                raise
+            raise AudioError(
+                f"{path}: {err} (Python: embed(..., trim_silence=False); command line: --no-trim-silence)",
+                source=path,
+            ) from err
+        return self._output(
+            result.embedding.float().cpu().numpy(),
+            sample_rate=sample_rate,
+            duration_s=result.num_samples / sample_rate,
+            source=path,
+            kept_num_samples=result.kept_num_samples,
+            num_partials=result.num_partials,
+            config=config,
+        )
+
+    @staticmethod
+    def _effective_config(encoder: GE2ESpeakerEncoder, options: SVGE2EOptions) -> GE2EConfig:
+        config = encoder.config
+        if options.trim_silence is not None and options.trim_silence != config.trim_silence:
+            config = config.replace(trim_silence=options.trim_silence)
+        return config
+
+    def _output(
+        self,
+        embedding: Any,
+        *,
+        sample_rate: int,
+        duration_s: float,
+        source: str,
+        kept_num_samples: int,
+        num_partials: int,
+        config: GE2EConfig,
+    ) -> SpeakerOutput:
+        speech_s = kept_num_samples / sample_rate
+        metadata: dict[str, Any] = {
+            "model_type": self.model_type,
+            "sample_rate": sample_rate,
+            "speech_duration_s": speech_s,
+            "num_partials": num_partials,
+        }
+        if speech_s < MIN_SPEECH_S:
+            metadata["warning"] = (
+                f"only {speech_s:.2f} s of speech{' after silence trimming' if config.trim_silence else ''} "
+                f"(minimum for a reliable embedding: {MIN_SPEECH_S} s, one GE2E partial); scores of this clip "
+                "are less reliable: use a longer clip"
+            )
+        return SpeakerOutput(
+            embedding=np.ascontiguousarray(embedding, dtype=np.float32),
+            duration_s=duration_s,
+            source=source,
+            metadata=metadata,
+        )
 
 
 _ACCEPTED_INPUTS = (
