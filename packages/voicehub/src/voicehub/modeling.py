@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
 
+from voicehub.core.checkpoint import check_tensor_values, read_safetensors
 from voicehub.core.config import Config
 from voicehub.core.device import (
     Device,
@@ -669,13 +670,20 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
     def load_saved_state_dict(checkpoint: Path | None) -> dict[str, torch.Tensor] | None:
         """Read the state dict of a directory written by :meth:`save_pretrained`.
 
+        The file is read by :func:`voicehub.core.checkpoint.read_safetensors` (the one reader every
+        integration uses) and its values checked by :func:`voicehub.core.checkpoint.check_tensor_values`.
+
         Returns:
             ``name -> tensor`` (on the CPU), or ``None`` when ``checkpoint`` is not such a directory.
+
+        Raises:
+            CheckpointError: naming the file when it is truncated or corrupt, or holds tensors with
+                NaN or infinite values.
         """
         if checkpoint is None or not checkpoint.is_dir() or not (checkpoint / WEIGHTS_FILE_NAME).is_file():
             return None
-        safetensors_torch = import_optional("safetensors.torch", purpose="loading saved weights")
-        loaded: dict[str, torch.Tensor] = safetensors_torch.load_file(str(checkpoint / WEIGHTS_FILE_NAME))
+        loaded: dict[str, torch.Tensor] = read_safetensors(checkpoint / WEIGHTS_FILE_NAME)[0]
+        check_tensor_values(loaded, source=checkpoint / WEIGHTS_FILE_NAME)
         return loaded
 
     def __repr__(self) -> str:

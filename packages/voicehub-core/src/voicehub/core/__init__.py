@@ -19,6 +19,7 @@ from voicehub.core.audio import (
     resample,
     save_audio,
 )
+from voicehub.core.checkpoint import check_tensor_values, read_safetensors
 from voicehub.core.config import Config, Migration
 from voicehub.core.device import Device, DType, normalize_device, normalize_dtype, resolve_device, resolve_dtype
 from voicehub.core.errors import (
@@ -113,6 +114,7 @@ __all__ = [
     "check_output_file",
     "check_outputs",
     "check_sample_rate",
+    "check_tensor_values",
     "decode_audio_file",
     "import_optional",
     "is_raw_pcm",
@@ -123,6 +125,7 @@ __all__ = [
     "normalize_dtype",
     "parse_reference",
     "pcm_to_float",
+    "read_safetensors",
     "resample",
     "resolve_device",
     "resolve_dtype",
