@@ -13,7 +13,8 @@ Accepted inputs (:data:`AudioLike`):
 * a NumPy array or a tensor (anything with ``.detach().cpu().numpy()``) together with the
   ``sample_rate`` keyword, or a ``(array, sample_rate)`` tuple. A 1-D array is mono
   ``(num_samples,)``; a 2-D array is ``(num_channels, num_samples)`` and is averaged to mono.
-  Integer PCM is scaled to [-1, 1] (int16 by 32768, int32 by 2**31, uint8 centred on 128).
+  Integer PCM is scaled to [-1, 1] (int16 by 32768, int8 by 128, uint8 centred on 128); wider
+  integer arrays are ambiguous and refused with a message saying how to scale them.
 """
 
 from __future__ import annotations
@@ -195,18 +196,36 @@ def resample(samples: npt.NDArray[Any], orig_sample_rate: int, target_sample_rat
     return np.ascontiguousarray(soxr.resample(data, orig, target, quality="HQ"), dtype=np.float32)
 
 
+UNAMBIGUOUS_PCM_DTYPES = ("int16", "int8", "uint8")
+"""Integer dtypes whose scale is unambiguous (16-bit and 8-bit PCM); wider integers are refused."""
+
+
 def pcm_to_float(array: npt.NDArray[Any], *, source: str = "array") -> FloatArray:
     """Convert PCM samples to float32 in [-1, 1].
 
-    Integer types are scaled by their full-scale value (int16 by 32768, int32 by 2**31,
-    int8 by 128; unsigned types are centred first); floating types are cast.
+    int16 is scaled by 32768, int8 by 128, uint8 centred on 128 and scaled by 128; floating
+    types are cast. Wider integer types (int32, int64, uint16...) are refused: the same values
+    may be 16-bit PCM widened by ``np.array(list_of_ints)`` or full-scale 32-bit PCM, and the
+    wrong guess silently gives audio 65536 times too quiet (the same reason float audio above
+    1.0 is refused).
 
     Raises:
-        AudioError: for bool, complex, object or string arrays.
+        AudioError: for a wide integer dtype (the message says how to scale it), and for bool,
+            complex, object or string arrays.
     """
     kind = array.dtype.kind
     if kind == "f":
         return array.astype(np.float32, copy=False)
+    if kind in "iu" and array.dtype.name not in UNAMBIGUOUS_PCM_DTYPES:
+        bits = 8 * array.dtype.itemsize
+        peak = int(np.abs(array.astype(np.float64)).max()) if array.size else 0
+        raise AudioError(
+            f"{source}: integer samples of dtype {array.dtype} are ambiguous (peak |x| = {peak}): they may be 16-bit "
+            f"PCM values widened to {bits} bits (e.g. by np.array(list_of_ints)) or full-scale {bits}-bit PCM. Pass "
+            f"array.astype(np.int16) if they are 16-bit PCM, or (array / 2**{bits - 1 if kind == 'i' else bits}) "
+            f"as float32 in [-1, 1] if they use the full {bits}-bit range",
+            source=source,
+        )
     if kind == "i":
         scale = float(2 ** (8 * array.dtype.itemsize - 1))
         return (array.astype(np.float64) / scale).astype(np.float32)
@@ -287,8 +306,32 @@ def _downmix(data: npt.NDArray[Any], source: str) -> FloatArray:
     return np.ascontiguousarray(data.mean(axis=0, dtype=np.float64).astype(np.float32))
 
 
+_WAVE_FORMAT_PCM, _WAVE_FORMAT_EXTENSIBLE = 1, 0xFFFE
+
+
+def _wave_format_problem(fmt: bytes) -> str | None:
+    """A description of a ``fmt `` chunk whose sample width libsndfile would decode as another width.
+
+    Integer PCM must declare whole bytes per sample (8, 16, 24 or 32 bits): libsndfile reads a
+    7-bit header as 8-bit PCM, silently giving samples twice too loud. For
+    ``WAVE_FORMAT_EXTENSIBLE`` the valid bits may be fewer than the container's (20 in 24), which
+    is fine; the container itself must be whole bytes.
+    """
+    if len(fmt) < 16:
+        return f"its fmt chunk is {len(fmt)} bytes, shorter than the 16 of a WAV format header"
+    format_tag, _, _, _, _, bits = struct.unpack("<HHIIHH", fmt[:16])
+    if format_tag in (_WAVE_FORMAT_PCM, _WAVE_FORMAT_EXTENSIBLE) and (bits == 0 or bits % 8 or bits > 64):
+        return (
+            f"its header declares {bits} bits per sample, not a whole number of bytes (8, 16, 24 or 32); "
+            f"such a file would be decoded at another sample width, so it is refused: re-encode it "
+            f"(e.g. sox in.wav -b 16 out.wav)"
+        )
+    return None
+
+
 def _riff_truncation(path: Path) -> str | None:
-    """Return a description when a RIFF/WAVE file's data chunk is longer than the file.
+    """Return a description when a RIFF/WAVE file's data chunk is longer than the file, or its
+    ``fmt `` chunk declares a sample width that would be decoded as another (see :func:`_wave_format_problem`).
 
     libsndfile silently decodes the part of a truncated WAV file that is present, so the
     declared chunk sizes are checked here (RIFF layout: Microsoft/IBM Multimedia
@@ -303,6 +346,10 @@ def _riff_truncation(path: Path) -> str | None:
         while offset + 8 <= size:
             handle.seek(offset)
             chunk_id, chunk_size = struct.unpack("<4sI", handle.read(8))
+            if chunk_id == b"fmt ":
+                problem = _wave_format_problem(handle.read(min(chunk_size, 64)))
+                if problem is not None:
+                    return problem
             if chunk_id == b"data":
                 if chunk_size != 0xFFFFFFFF and offset + 8 + chunk_size > size:
                     present = size - offset - 8
@@ -571,6 +618,7 @@ __all__ = [
     "MAX_SAMPLE_RATE",
     "MIN_SAMPLE_RATE",
     "RAW_PCM_SUFFIXES",
+    "UNAMBIGUOUS_PCM_DTYPES",
     "ArrayLike",
     "AudioLike",
     "FloatArray",
