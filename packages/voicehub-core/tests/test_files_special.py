@@ -66,20 +66,29 @@ def test_a_pipe_named_by_its_descriptor_is_written(tmp_path: Path) -> None:
 
 
 def test_leftovers_of_a_killed_write_are_removed_unless_in_use(tmp_path: Path) -> None:
-    (tmp_path / ".out.txt.k3j2.partial").write_text("half")
-    in_use = tmp_path / ".out.txt.zz9.partial"
+    (tmp_path / ".out.txt.k3j2.partial").write_text("half, from an older writer")
+    (tmp_path / ".out.txt.999999999.k3j2.partial").write_text("its writer is gone")
+    in_use = tmp_path / ".out.txt.1.zz9.partial"  # process 1 always runs: a write in progress
     in_use.write_text("another writer")
     (tmp_path / ".other.txt.aa.partial").write_text("not ours")
+    write_text_atomic(tmp_path / "out.txt", "new")
+    assert sorted(item.name for item in tmp_path.iterdir()) == [".other.txt.aa.partial", in_use.name, "out.txt"]
+
+
+def test_a_staging_directory_in_use_is_kept(tmp_path: Path) -> None:
     import fcntl
 
-    with open(in_use, "rb") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        write_text_atomic(tmp_path / "out.txt", "new")
-    assert sorted(item.name for item in tmp_path.iterdir()) == [
-        ".other.txt.aa.partial",
-        ".out.txt.zz9.partial",
-        "out.txt",
-    ]
+    staging = tmp_path / ".model.voicehub-staging-abc"
+    staging.mkdir()
+    handle = os.open(staging, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        _save(tmp_path / "model", 1)
+        assert staging.is_dir()
+    finally:
+        os.close(handle)
+    _save(tmp_path / "model", 2)
+    assert not staging.exists()
 
 
 _KILLED_SAVE = """

@@ -118,10 +118,29 @@ def _release_lock(fd: int | None) -> None:
             os.close(fd)
 
 
+def _writer_alive(file_name: str, name: str) -> bool:
+    """Whether the process that made the temporary file ``.NAME.PID.RANDOM.partial`` still runs."""
+    pid_text = file_name[len(name) + 2 :].split(".", 1)[0]
+    if not pid_text.isdigit():
+        return False  # not made by this scheme (an older VoiceHub): nobody writes it any more
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return True  # another thread of this process may be writing it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by another user
+    return True
+
+
 def remove_leftovers(directory: Path, name: str) -> list[Path]:
     """Remove what a killed write to ``directory / name`` left: ``.NAME.*.partial``, ``.NAME.voicehub-*``.
 
-    An entry that a running write still holds (an advisory lock) is kept, as is everything on
+    A temporary file whose writer (the PID in its name) still runs is kept, as is a staging
+    directory that a running write holds (an advisory ``flock`` on the directory; files are
+    not locked, since writers such as HDF5 lock the files they write), and everything on
     systems without ``fcntl`` (Windows). Errors are ignored: clean-up never fails a write.
 
     Returns:
@@ -141,6 +160,12 @@ def remove_leftovers(directory: Path, name: str) -> list[Path]:
     except OSError:
         return []
     for item in candidates:
+        if not item.is_dir():
+            if not _writer_alive(item.name, name):
+                with contextlib.suppress(OSError):
+                    item.unlink()
+                    removed.append(item)
+            continue
         fd = _hold_lock(item)
         if fd is None:
             continue  # in use by a running write, or gone
@@ -324,12 +349,11 @@ def atomic_write(
         remove_leftovers(target.parent, target.name)
         try:
             mode = target.stat().st_mode & 0o7777 if target.is_file() else default_file_mode()
-            fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+            fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".partial", dir=target.parent)
             os.close(fd)
         except OSError as err:
             raise OutputPathError(f"{what} {target}: cannot write ({err.strerror or err})", path=target) from err
         temporary = Path(name)
-        lock = _hold_lock(temporary)
         try:
             write(temporary)
             os.chmod(temporary, mode)
@@ -340,7 +364,6 @@ def atomic_write(
             raise OutputPathError(f"{what} {target}: cannot write ({err.strerror or err})", path=target) from err
         finally:
             temporary.unlink(missing_ok=True)
-            _release_lock(lock)
     return target
 
 
