@@ -125,6 +125,74 @@ def _inference_context() -> Iterator[None]:
         yield
 
 
+class _CallGate:
+    """Lets task calls run concurrently and a runtime change (an optimization plan applied or
+    restored, ``unload()``) run alone.
+
+    A change waits for the calls already running to return; calls that start while a change
+    waits or runs wait for it to finish, then run on the changed runtime. So no call ever sees a
+    half-converted module (a bfloat16 weight next to a float32 one). A thread that is already
+    inside a call or a change passes straight through (no self-deadlock on nested calls).
+    """
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._running = 0
+        self._changing = False
+        self._local = threading.local()
+
+    def _depth(self) -> int:
+        return int(getattr(self._local, "depth", 0))
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        """Run a task call (``detect``, ``embed``...): waits while a change is pending or running."""
+        if self._depth():
+            self._local.depth += 1
+            try:
+                yield
+            finally:
+                self._local.depth -= 1
+            return
+        with self._condition:
+            while self._changing:
+                self._condition.wait()
+            self._running += 1
+        self._local.depth = 1
+        try:
+            yield
+        finally:
+            self._local.depth = 0
+            with self._condition:
+                self._running -= 1
+                self._condition.notify_all()
+
+    @contextlib.contextmanager
+    def change(self) -> Iterator[None]:
+        """Change the runtime alone: waits for running calls; new calls wait for it."""
+        if self._depth():
+            self._local.depth += 1
+            try:
+                yield
+            finally:
+                self._local.depth -= 1
+            return
+        with self._condition:
+            while self._changing:
+                self._condition.wait()
+            self._changing = True
+            while self._running:
+                self._condition.wait()
+        self._local.depth = 1
+        try:
+            yield
+        finally:
+            self._local.depth = 0
+            with self._condition:
+                self._changing = False
+                self._condition.notify_all()
+
+
 class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
     """Base class of every task wrapper; see the module docstring for the lifecycle.
 
@@ -199,6 +267,7 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         self._requested_dtype: DType = normalize_dtype(dtype)
         self._device: Device | None = None
         self._lock = threading.RLock()
+        self._calls = _CallGate()  # task calls run together; plan changes and unload() alone
         self._runtime: RuntimeT | None = None
         self._state = RuntimeState.CREATED
         self._optimization = OptimizationHost(
@@ -339,10 +408,12 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         An irreversible or tainted optimization plan is discarded with the runtime it changed:
         ``unload()`` then ``load()`` is the way back from it.
 
+        Waits for running task calls to return (calls started meanwhile wait for it).
+
         Raises:
             LifecycleError: if a reversible optimization plan is active (restore it first).
         """
-        with self._lock:
+        with self._calls.change(), self._lock:
             blocking = self._optimization.blocking_unload()
             if blocking is not None:
                 raise LifecycleError(
@@ -530,14 +601,16 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
 
         See :meth:`voicehub.optimization.OptimizationHost.apply` for the rules; the architecture's
         verified facts come from :meth:`architecture_spec`. Two threads cannot both find no active
-        plan and apply one, and ``unload()`` cannot drop the runtime in between.
+        plan and apply one, and ``unload()`` cannot drop the runtime in between. The change waits
+        for task calls running in other threads to return, and calls started meanwhile wait for
+        it, so none runs on a half-converted module.
 
         Raises:
             OptimizationLifecycleError, OptimizationConfigurationError, OptimizationCompatibilityError,
             OptimizationProtocolError, OptimizationValidationError, OptimizationApplicationError:
             as :meth:`voicehub.optimization.OptimizationHost.apply`.
         """
-        with self._lock:
+        with self._calls.change(), self._lock:
             return self._optimization.apply(
                 plan, mode=mode, context=context, registry=registry, architecture=self.architecture_spec()
             )
@@ -545,11 +618,14 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
     def restore_optimization_plan(self, mode: RuntimeState | str = RuntimeState.INFERENCE) -> None:
         """Undo the plan active in ``mode`` and reinstall the original module, under the lock.
 
+        Like :meth:`apply_optimization_plan`, waits for running task calls, and calls started
+        meanwhile wait for it.
+
         Raises:
             OptimizationLifecycleError: if no plan is active in ``mode``.
             OptimizationRestoreError: if the plan is irreversible or tainted, or a restore fails.
         """
-        with self._lock:
+        with self._calls.change(), self._lock:
             self._optimization.restore(mode)
 
     # ------------------------------------------------------------------ options
@@ -601,9 +677,10 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         Raises:
             OutputValidationError: for a wrong count or type of outputs.
         """
-        runtime = self._inference_runtime()
-        with _inference_context():
-            outputs = list(hook(runtime, inputs, options))
+        with self._calls.call():
+            runtime = self._inference_runtime()
+            with _inference_context():
+                outputs = list(hook(runtime, inputs, options))
         producer = f"{type(self).__name__}.{self._task_method}"
         if len(outputs) != len(inputs):
             raise OutputValidationError(f"{producer} returned {len(outputs)} outputs for {len(inputs)} inputs")
