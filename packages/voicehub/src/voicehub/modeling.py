@@ -57,6 +57,7 @@ from voicehub.core.errors import (
     LifecycleError,
     OutputValidationError,
     UnknownModelError,
+    check_flag,
 )
 from voicehub.core.files import (
     CONFIG_FILE_NAME,
@@ -303,6 +304,7 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
             ConfigError: for an unreadable or foreign saved config.
             CheckpointNotFoundError: when ``lazy_load`` is false and the source does not resolve.
         """
+        lazy_load = check_flag(lazy_load, name="lazy_load")
         parsed = parse_source(source) if source is not None else cls.registered_default_source()
         options = None
         if isinstance(parsed, LocalSource):

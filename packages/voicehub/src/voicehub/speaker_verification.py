@@ -33,7 +33,7 @@ from voicehub.audio_input import PreTrainedAudioModel
 from voicehub.core.audio import AudioLike, Waveform
 from voicehub.core.config import Config
 from voicehub.core.device import Device, DeviceLike, DTypeLike
-from voicehub.core.errors import ConfigError, InferenceOptionError, OutputValidationError
+from voicehub.core.errors import ConfigError, InferenceOptionError, OutputValidationError, check_flag
 from voicehub.core.lazy import lazy_attributes
 from voicehub.core.outputs import SpeakerOutput, VerificationOutput, check_outputs
 from voicehub.core.runtime import RuntimeBundle
@@ -244,6 +244,7 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT, SpeakerRuntime[E
         Raises:
             InferenceOptionError: when ``audio`` and ``labels`` differ in length, or for a bad setting.
         """
+        calibrate = check_flag(calibrate, name="calibrate")
         if isinstance(audio, (str, bytes)) or len(audio) != len(labels):
             raise InferenceOptionError(
                 f"fit_backend: expected a list of inputs and one speaker label each, got "

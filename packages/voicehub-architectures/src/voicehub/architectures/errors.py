@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from voicehub.core.errors import CheckpointError, InferenceOptionError
+from voicehub.core.errors import AudioError, CheckpointError, InferenceOptionError
 
 
 class CheckpointMismatchError(CheckpointError):
@@ -89,4 +89,17 @@ class UnsupportedLanguageError(DecodingOptionError):
         )
 
 
-__all__ = ["CheckpointCorruptError", "CheckpointMismatchError", "DecodingOptionError", "UnsupportedLanguageError"]
+class NoSpeechFoundError(AudioError):
+    """A front end's silence trimming found no speech in the input (switching trimming off embeds it as it is).
+
+    Digital silence (all zeros) is a plain :class:`~voicehub.core.errors.AudioError`: no option helps there.
+    """
+
+
+__all__ = [
+    "CheckpointCorruptError",
+    "CheckpointMismatchError",
+    "DecodingOptionError",
+    "NoSpeechFoundError",
+    "UnsupportedLanguageError",
+]

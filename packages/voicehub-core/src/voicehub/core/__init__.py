@@ -23,6 +23,7 @@ from voicehub.core.checkpoint import check_tensor_values, read_safetensors
 from voicehub.core.config import Config, Migration
 from voicehub.core.device import Device, DType, normalize_device, normalize_dtype, resolve_device, resolve_dtype
 from voicehub.core.errors import (
+    ArgumentTypeError,
     AudioDecodeError,
     AudioError,
     CheckpointError,
@@ -76,6 +77,7 @@ __all__ = [
     "ASROutput",
     "ASRSegment",
     "ASRWord",
+    "ArgumentTypeError",
     "AudioDecodeError",
     "AudioError",
     "AudioLike",
