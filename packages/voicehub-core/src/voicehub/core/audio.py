@@ -19,6 +19,7 @@ Accepted inputs (:data:`AudioLike`):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import struct
@@ -361,6 +362,44 @@ def _riff_truncation(path: Path) -> str | None:
     return None
 
 
+def display_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as printable text: bytes of a non-UTF-8 file name appear as ``\\xff`` escapes.
+
+    A name that is not valid UTF-8 reaches Python as surrogate escapes, which cannot be printed
+    or encoded; messages name the file with this instead.
+    """
+    text = os.fspath(path)
+    raw = os.fsencode(text) if isinstance(text, str) else text
+    return raw.decode("utf-8", errors="backslashreplace")
+
+
+def _utf8_name(path: Path) -> bool:
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _special_kind(path: Path) -> str | None:
+    """``"a pipe or FIFO"``, ``"a character device"``... for a special file; ``None`` for a regular file."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a pipe or FIFO (such as /dev/stdin fed by a pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device (such as /dev/stdin on a terminal)"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
+
+
 def decode_audio_file(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
     """Decode an audio file to float32 samples.
 
@@ -378,29 +417,43 @@ def decode_audio_file(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
     import soundfile
 
     file = Path(path)
-    name = str(file)
+    name = display_path(file)
     if not file.exists():
         raise AudioDecodeError(f"{name}: no such audio file", source=name)
     if file.is_dir():
         raise AudioDecodeError(f"{name}: is a directory, not an audio file", source=name)
+    kind = _special_kind(file)
+    if kind is not None:
+        raise AudioDecodeError(
+            f"{name}: is {kind}, not a regular file; audio is decoded from regular files (the decoder seeks in "
+            f"them): save the stream to a file first (e.g. `cat > clip.wav`) and pass that file",
+            source=name,
+        )
     if file.stat().st_size == 0:
         raise AudioDecodeError(f"{name}: file is empty (0 bytes)", source=name)
     truncation = _riff_truncation(file)
     if truncation is not None:
         raise AudioDecodeError(f"{name}: {truncation}", source=name)
     try:
-        with soundfile.SoundFile(name) as handle:
+        with contextlib.ExitStack() as stack:
+            # A name that is not valid UTF-8 cannot be passed to libsndfile's C API: such a file is
+            # opened here and handed over as a file object.
+            source: Any = str(file) if _utf8_name(file) else stack.enter_context(file.open("rb"))
+            handle = stack.enter_context(soundfile.SoundFile(source))
             declared = handle.frames
             data = handle.read(dtype="float32", always_2d=True)
             sample_rate = int(handle.samplerate)
     except soundfile.LibsndfileError as err:
         detail = str(err).split(":", 1)[-1].strip() or "unknown error"
+        if "regular file" in detail or "pipe" in detail or "Format not recognised" in detail:
+            suffix = f", whatever its {file.suffix} suffix says" if file.suffix else ""
+            detail = f"the content is not in any audio format libsndfile recognises{suffix}; is it really audio?"
         raise AudioDecodeError(
-            f"{name}: cannot decode as audio (libsndfile: {detail}); expected WAV, FLAC, OGG, MP3 or "
+            f"{name}: cannot decode as audio ({detail}); expected WAV, FLAC, OGG, MP3 or "
             f"another format libsndfile reads; headerless PCM must be read into an array first",
             source=name,
         ) from err
-    except (RuntimeError, TypeError, ValueError) as err:
+    except (RuntimeError, TypeError, ValueError, OSError) as err:
         raise AudioDecodeError(f"{name}: cannot decode as audio ({err})", source=name) from err
     if data.shape[0] == 0:
         raise AudioDecodeError(f"{name}: file holds no audio samples", source=name)
@@ -626,6 +679,7 @@ __all__ = [
     "Waveform",
     "check_sample_rate",
     "decode_audio_file",
+    "display_path",
     "is_raw_pcm",
     "load_audio",
     "load_audio_batch",

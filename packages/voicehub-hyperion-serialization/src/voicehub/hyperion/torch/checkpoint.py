@@ -190,6 +190,14 @@ def read_checkpoint(
 
 def _read_directory(path: Path, map_location: str | torch.device) -> RawCheckpoint:
     config_file, weights_file = path / CONFIG_FILE_NAME, path / WEIGHTS_FILE_NAME
+    if not config_file.is_file() and not weights_file.is_file():
+        found = sorted(item.name for item in path.iterdir() if not item.name.startswith("."))[:6]
+        held = f"it holds {', '.join(found)}{' ...' if len(found) == 6 else ''}" if found else "it is empty"
+        raise HyperionFileError(
+            f"{path}: a directory that is not a torch checkpoint ({held}); a checkpoint directory holds "
+            f"{CONFIG_FILE_NAME} and {WEIGHTS_FILE_NAME}; otherwise pass a .pth file",
+            path=path,
+        )
     for file in (config_file, weights_file):
         if not file.is_file():
             raise HyperionFileError(
