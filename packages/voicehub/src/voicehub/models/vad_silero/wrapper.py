@@ -105,7 +105,11 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions, RuntimeBund
             return model
         if checkpoint.is_dir():
             for name in UPSTREAM_FILE_NAMES:
-                found = sorted(checkpoint.rglob(name))
+                found = sorted(  # hidden entries (staging left by a killed save) are not checkpoints
+                    path
+                    for path in checkpoint.rglob(name)
+                    if not any(part.startswith(".") for part in path.relative_to(checkpoint).parts)
+                )
                 if found:
                     return load_silero_vad(found[0])
             raise CheckpointError(
