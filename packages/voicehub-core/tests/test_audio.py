@@ -57,9 +57,35 @@ def test_headerless_raw_file_loads_as_array_with_its_rate(data_dir: Path) -> Non
 def test_pcm_to_float_scales_each_integer_type() -> None:
     assert pcm_to_float(np.array([-32768, 16384], dtype=np.int16)).tolist() == [-1.0, 0.5]
     assert pcm_to_float(np.array([0, 128, 255], dtype=np.uint8)).tolist() == [-1.0, 0.0, 127 / 128]
-    assert pcm_to_float(np.array([-(2**31)], dtype=np.int32)).tolist() == [-1.0]
+    assert pcm_to_float(np.array([-128, 64], dtype=np.int8)).tolist() == [-1.0, 0.5]
     with pytest.raises(AudioError, match="dtype bool"):
         pcm_to_float(np.array([True, False]))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint16, np.uint32, np.uint64])
+def test_wide_integer_samples_are_refused_with_how_to_scale_them(librivox_wav: Path, dtype: type) -> None:
+    pcm16 = np.fromfile(librivox_wav, dtype="<i2", offset=44)[:16000]
+    widened = np.array(pcm16.tolist()) if dtype is np.int64 else pcm16.astype(np.int64).clip(0).astype(dtype)
+    assert widened.dtype == np.dtype(dtype)
+    with pytest.raises(AudioError, match=rf"dtype {np.dtype(dtype).name} are ambiguous.*astype\(np\.int16\)"):
+        load_audio((widened, 16000))
+    assert load_audio((pcm16, 16000)).samples.max() == pytest.approx(pcm16.max() / 32768)
+
+
+def test_a_wav_header_with_seven_bits_per_sample_is_refused(librivox_wav: Path, tmp_path: Path) -> None:
+    import soundfile
+
+    eight_bit = tmp_path / "eight.wav"
+    soundfile.write(eight_bit, load_audio(librivox_wav).samples[:16000], 16000, subtype="PCM_U8")
+    data = bytearray(eight_bit.read_bytes())
+    fmt = data.index(b"fmt ")
+    assert data[fmt + 22] == 8  # bits per sample: fmt chunk id (4) + size (4) + 14 bytes of fields
+    data[fmt + 22] = 7
+    seven_bit = tmp_path / "seven.wav"
+    seven_bit.write_bytes(bytes(data))
+    assert load_audio(eight_bit).num_samples == 16000
+    with pytest.raises(AudioError, match="declares 7 bits per sample"):
+        load_audio(seven_bit)
 
 
 def test_flac_and_ogg_round_trip_and_mp3_decodes(librivox_wav: Path, data_dir: Path, tmp_path: Path) -> None:

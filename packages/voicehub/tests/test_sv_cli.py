@@ -44,7 +44,8 @@ def test_embed_writes_npy_matching_json_and_reports_bad_files(tmp_path: Path) ->
 
 def test_verify_refuses_a_bad_threshold_before_decoding() -> None:
     result = CliRunner().invoke(main, ["verify", "--threshold", "3", str(LIBRIVOX[0]), "missing.wav"])
-    assert result.exit_code == 1 and "threshold" in result.output and "missing.wav" not in result.output
+    assert result.exit_code == 2 and "--threshold 3.0" in result.output and "missing.wav" not in result.output
+    assert "embed()" not in result.output  # a usage error names the flag, not a Python method
 
 
 def test_verify_with_a_plda_backend_directory_scores_llrs(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from voicehub.core.errors import (
     TaskMismatchError,
     UnknownConfigKeyError,
     UnknownModelError,
+    check_flag,
 )
 from voicehub.core.files import CONFIG_FILE_NAME
 from voicehub.core.strict_json import JSONValue
@@ -283,6 +284,8 @@ class _BaseAutoModel:
             TaskMismatchError: when the wrapper serves another task than this factory.
             DuplicateRegistrationError: for name, alias or default collisions.
         """
+        default_for_task = check_flag(default_for_task, name="default_for_task")
+        exist_ok = check_flag(exist_ok, name="exist_ok")
         if not (isinstance(config_class, type) and issubclass(config_class, ModelConfig)):
             raise RegistryError(f"{cls.__name__}.register: {config_class!r} is not a ModelConfig subclass")
         if not (isinstance(wrapper_class, type) and issubclass(wrapper_class, PreTrainedSpeechModel)):
@@ -489,6 +492,7 @@ class AutoModel(_BaseAutoModel):
             DeviceError: for a malformed device or dtype, before anything is imported.
             TypeError: for any keyword this signature does not define.
         """
+        lazy_load = check_flag(lazy_load, name="lazy_load")
         return cls._create(
             source, model_type=model_type, device=device, dtype=dtype, lazy_load=lazy_load, config=config
         )
@@ -520,6 +524,7 @@ class _TaskAutoModel(_BaseAutoModel, Generic[WrapperT]):
             UnknownModelError, ConfigError, DeviceError, TypeError: as :meth:`AutoModel.from_pretrained`.
             RegistryError: for a registered wrapper that does not derive from the task's base class.
         """
+        lazy_load = check_flag(lazy_load, name="lazy_load")
         model = cls._create(
             source, model_type=model_type, device=device, dtype=dtype, lazy_load=lazy_load, config=config
         )

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
 
+from voicehub.core.checkpoint import check_tensor_values, read_safetensors
 from voicehub.core.config import Config
 from voicehub.core.device import (
     Device,
@@ -56,6 +57,7 @@ from voicehub.core.errors import (
     LifecycleError,
     OutputValidationError,
     UnknownModelError,
+    check_flag,
 )
 from voicehub.core.files import (
     CONFIG_FILE_NAME,
@@ -122,6 +124,74 @@ def _inference_context() -> Iterator[None]:
         return
     with torch.inference_mode():
         yield
+
+
+class _CallGate:
+    """Lets task calls run concurrently and a runtime change (an optimization plan applied or
+    restored, ``unload()``) run alone.
+
+    A change waits for the calls already running to return; calls that start while a change
+    waits or runs wait for it to finish, then run on the changed runtime. So no call ever sees a
+    half-converted module (a bfloat16 weight next to a float32 one). A thread that is already
+    inside a call or a change passes straight through (no self-deadlock on nested calls).
+    """
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._running = 0
+        self._changing = False
+        self._local = threading.local()
+
+    def _depth(self) -> int:
+        return int(getattr(self._local, "depth", 0))
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        """Run a task call (``detect``, ``embed``...): waits while a change is pending or running."""
+        if self._depth():
+            self._local.depth += 1
+            try:
+                yield
+            finally:
+                self._local.depth -= 1
+            return
+        with self._condition:
+            while self._changing:
+                self._condition.wait()
+            self._running += 1
+        self._local.depth = 1
+        try:
+            yield
+        finally:
+            self._local.depth = 0
+            with self._condition:
+                self._running -= 1
+                self._condition.notify_all()
+
+    @contextlib.contextmanager
+    def change(self) -> Iterator[None]:
+        """Change the runtime alone: waits for running calls; new calls wait for it."""
+        if self._depth():
+            self._local.depth += 1
+            try:
+                yield
+            finally:
+                self._local.depth -= 1
+            return
+        with self._condition:
+            while self._changing:
+                self._condition.wait()
+            self._changing = True
+            while self._running:
+                self._condition.wait()
+        self._local.depth = 1
+        try:
+            yield
+        finally:
+            self._local.depth = 0
+            with self._condition:
+                self._changing = False
+                self._condition.notify_all()
 
 
 class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
@@ -198,6 +268,7 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         self._requested_dtype: DType = normalize_dtype(dtype)
         self._device: Device | None = None
         self._lock = threading.RLock()
+        self._calls = _CallGate()  # task calls run together; plan changes and unload() alone
         self._runtime: RuntimeT | None = None
         self._state = RuntimeState.CREATED
         self._optimization = OptimizationHost(
@@ -233,6 +304,7 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
             ConfigError: for an unreadable or foreign saved config.
             CheckpointNotFoundError: when ``lazy_load`` is false and the source does not resolve.
         """
+        lazy_load = check_flag(lazy_load, name="lazy_load")
         parsed = parse_source(source) if source is not None else cls.registered_default_source()
         options = None
         if isinstance(parsed, LocalSource):
@@ -338,10 +410,12 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         An irreversible or tainted optimization plan is discarded with the runtime it changed:
         ``unload()`` then ``load()`` is the way back from it.
 
+        Waits for running task calls to return (calls started meanwhile wait for it).
+
         Raises:
             LifecycleError: if a reversible optimization plan is active (restore it first).
         """
-        with self._lock:
+        with self._calls.change(), self._lock:
             blocking = self._optimization.blocking_unload()
             if blocking is not None:
                 raise LifecycleError(
@@ -529,14 +603,16 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
 
         See :meth:`voicehub.optimization.OptimizationHost.apply` for the rules; the architecture's
         verified facts come from :meth:`architecture_spec`. Two threads cannot both find no active
-        plan and apply one, and ``unload()`` cannot drop the runtime in between.
+        plan and apply one, and ``unload()`` cannot drop the runtime in between. The change waits
+        for task calls running in other threads to return, and calls started meanwhile wait for
+        it, so none runs on a half-converted module.
 
         Raises:
             OptimizationLifecycleError, OptimizationConfigurationError, OptimizationCompatibilityError,
             OptimizationProtocolError, OptimizationValidationError, OptimizationApplicationError:
             as :meth:`voicehub.optimization.OptimizationHost.apply`.
         """
-        with self._lock:
+        with self._calls.change(), self._lock:
             return self._optimization.apply(
                 plan, mode=mode, context=context, registry=registry, architecture=self.architecture_spec()
             )
@@ -544,11 +620,14 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
     def restore_optimization_plan(self, mode: RuntimeState | str = RuntimeState.INFERENCE) -> None:
         """Undo the plan active in ``mode`` and reinstall the original module, under the lock.
 
+        Like :meth:`apply_optimization_plan`, waits for running task calls, and calls started
+        meanwhile wait for it.
+
         Raises:
             OptimizationLifecycleError: if no plan is active in ``mode``.
             OptimizationRestoreError: if the plan is irreversible or tainted, or a restore fails.
         """
-        with self._lock:
+        with self._calls.change(), self._lock:
             self._optimization.restore(mode)
 
     # ------------------------------------------------------------------ options
@@ -600,9 +679,10 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         Raises:
             OutputValidationError: for a wrong count or type of outputs.
         """
-        runtime = self._inference_runtime()
-        with _inference_context():
-            outputs = list(hook(runtime, inputs, options))
+        with self._calls.call():
+            runtime = self._inference_runtime()
+            with _inference_context():
+                outputs = list(hook(runtime, inputs, options))
         producer = f"{type(self).__name__}.{self._task_method}"
         if len(outputs) != len(inputs):
             raise OutputValidationError(f"{producer} returned {len(outputs)} outputs for {len(inputs)} inputs")
@@ -669,13 +749,20 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
     def load_saved_state_dict(checkpoint: Path | None) -> dict[str, torch.Tensor] | None:
         """Read the state dict of a directory written by :meth:`save_pretrained`.
 
+        The file is read by :func:`voicehub.core.checkpoint.read_safetensors` (the one reader every
+        integration uses) and its values checked by :func:`voicehub.core.checkpoint.check_tensor_values`.
+
         Returns:
             ``name -> tensor`` (on the CPU), or ``None`` when ``checkpoint`` is not such a directory.
+
+        Raises:
+            CheckpointError: naming the file when it is truncated or corrupt, or holds tensors with
+                NaN or infinite values.
         """
         if checkpoint is None or not checkpoint.is_dir() or not (checkpoint / WEIGHTS_FILE_NAME).is_file():
             return None
-        safetensors_torch = import_optional("safetensors.torch", purpose="loading saved weights")
-        loaded: dict[str, torch.Tensor] = safetensors_torch.load_file(str(checkpoint / WEIGHTS_FILE_NAME))
+        loaded: dict[str, torch.Tensor] = read_safetensors(checkpoint / WEIGHTS_FILE_NAME)[0]
+        check_tensor_values(loaded, source=checkpoint / WEIGHTS_FILE_NAME)
         return loaded
 
     def __repr__(self) -> str:

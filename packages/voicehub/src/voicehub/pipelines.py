@@ -13,7 +13,7 @@ from typing import Any
 
 from voicehub.auto import FACTORY_NAMES, TASK_FACTORIES
 from voicehub.core.device import DeviceLike, DTypeLike
-from voicehub.core.errors import ConfigError, TaskMismatchError
+from voicehub.core.errors import ConfigError, TaskMismatchError, check_flag
 from voicehub.core.tasks import SpeechTask
 from voicehub.modeling import AnySpeechModel, PreTrainedSpeechModel
 from voicehub.registry import ModelConfig
@@ -90,6 +90,7 @@ def pipeline(
         TaskMismatchError: when the model serves another task (before it is imported).
         ConfigError: for loader options passed next to an already-built wrapper.
     """
+    lazy_load = check_flag(lazy_load, name="lazy_load")
     parsed = SpeechTask.parse(task)
     if isinstance(model, PreTrainedSpeechModel):
         given = {

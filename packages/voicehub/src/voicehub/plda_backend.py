@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from voicehub.core.errors import CheckpointError, InferenceOptionError
+from voicehub.core.errors import CheckpointError, InferenceOptionError, check_flag
 from voicehub.core.files import write_directory
 from voicehub.hyperion.np import LDA, SPLDA, CentWhiten, HyperNPModel, LNorm, TransformList
 from voicehub.hyperion.np.calibration import GaussCalibration
@@ -111,6 +111,7 @@ class PLDABackend:
                 ``calibration_folds``, or fewer than 4 speakers when ``calibrate`` is set.
             HyperionInputError: for bad arrays or fewer than 2 speakers (from the NumPy models).
         """
+        calibrate = check_flag(calibrate, name="calibrate")
         x = np.asarray(embeddings, dtype=np.float64)
         names = np.asarray([str(label) for label in labels])
         if x.ndim != 2 or x.shape[0] != names.shape[0]:

@@ -33,7 +33,14 @@ from voicehub.audio_input import STREAM_BLOCK_S, STREAM_FILE_MIN_DURATION_S, Pre
 from voicehub.core.audio import AudioLike, Waveform, audio_file_info, check_sample_rate, is_raw_pcm, load_audio
 from voicehub.core.config import Config
 from voicehub.core.device import Device, DeviceLike, DTypeLike
-from voicehub.core.errors import AudioError, ConfigError, InferenceOptionError, LifecycleError, OutputValidationError
+from voicehub.core.errors import (
+    AudioError,
+    ConfigError,
+    InferenceOptionError,
+    LifecycleError,
+    OutputValidationError,
+    check_flag,
+)
 from voicehub.core.lazy import lazy_attributes
 from voicehub.core.outputs import SpeakerOutput, VerificationOutput, check_outputs
 from voicehub.core.runtime import RuntimeBundle
@@ -184,13 +191,34 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT, SpeakerRuntime[E
         The choice survives ``unload()``/``load()``: a detached back-end stays detached even when
         the weights directory holds a saved one.
 
+        The back-end's input dimension is checked against the encoder's at once (the encoder is
+        loaded for that if needed, unless the wrapper is loaded for training).
+
         Raises:
             CheckpointError: for a directory that does not hold a back-end.
+            InferenceOptionError: when the back-end was fitted on embeddings of another size than
+                the encoder makes (nothing is attached).
         """
         from voicehub.plda_backend import PLDABackend
 
-        self._backend = backend if backend is None or isinstance(backend, PLDABackend) else PLDABackend.load(backend)
+        loaded = backend if backend is None or isinstance(backend, PLDABackend) else PLDABackend.load(backend)
+        if loaded is not None:
+            dim = self._encoder_embedding_dim()
+            if dim is not None:
+                loaded.check_dim(dim)
+        self._backend = loaded
         self._backend_chosen = True
+
+    def _encoder_embedding_dim(self) -> int | None:
+        """The size of the embeddings the encoder makes (its ``config.embedding_dim``), or ``None``
+        when the encoder does not say, or the wrapper is loaded for training."""
+        from voicehub.core.runtime import RuntimeState
+
+        if self.state is RuntimeState.TRAINING:
+            return None
+        encoder = self._inference_runtime().module
+        dim = getattr(getattr(encoder, "config", None), "embedding_dim", None)
+        return dim if isinstance(dim, int) and not isinstance(dim, bool) else None
 
     def fit_backend(
         self,
@@ -223,6 +251,7 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT, SpeakerRuntime[E
         Raises:
             InferenceOptionError: when ``audio`` and ``labels`` differ in length, or for a bad setting.
         """
+        calibrate = check_flag(calibrate, name="calibrate")
         if isinstance(audio, (str, bytes)) or len(audio) != len(labels):
             raise InferenceOptionError(
                 f"fit_backend: expected a list of inputs and one speaker label each, got "
@@ -475,8 +504,8 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT, SpeakerRuntime[E
 
     def score_embeddings(
         self,
-        enrollment: SpeakerOutput | Sequence[SpeakerOutput],
-        test: SpeakerOutput,
+        enrollment: SpeakerOutput | np.ndarray | Sequence[SpeakerOutput | np.ndarray],
+        test: SpeakerOutput | np.ndarray,
         *,
         options: OptionsT | None = None,
         **overrides: object,
@@ -484,8 +513,11 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT, SpeakerRuntime[E
         """Score embeddings already computed by :meth:`embed` (one enrolment clip or several).
 
         Args:
-            enrollment: the enrolled speaker's embedding, or a non-empty list of them.
-            test: the test embedding.
+            enrollment: the enrolled speaker's embedding: a :class:`SpeakerOutput`, a float array
+                (embedding_dim,) or (num_clips, embedding_dim) (the matrix ``voicehub embed
+                --output x.npy`` writes, one row per file), or a non-empty list of these.
+            test: the test embedding: a :class:`SpeakerOutput` or a float array (embedding_dim,)
+                or (1, embedding_dim).
             options: inference options replacing the defaults.
             **overrides: individual options, as for :meth:`verify`.
 
@@ -493,12 +525,25 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT, SpeakerRuntime[E
             The decision.
 
         Raises:
-            InferenceOptionError: for an empty enrolment list or invalid options.
+            InferenceOptionError: for an empty enrolment list, an input of another type or shape
+                (naming the expected ones), embeddings of different sizes, or invalid options.
         """
         resolved = self.resolve_options_for("score_embeddings", options, overrides)
-        enrolled = [enrollment] if isinstance(enrollment, SpeakerOutput) else list(enrollment)
+        enrolled = _as_embeddings(enrollment, "enrollment")
         if not enrolled:
             raise InferenceOptionError("score_embeddings(): the enrollment list is empty")
+        tests = _as_embeddings(test, "test")
+        if len(tests) != 1:
+            raise InferenceOptionError(
+                f"score_embeddings(): test must be one embedding (embedding_dim,) or (1, embedding_dim), got "
+                f"{len(tests)}; score each row separately"
+            )
+        sizes = sorted({item.embedding_dim for item in [*enrolled, *tests]})
+        if len(sizes) > 1:
+            raise InferenceOptionError(
+                f"score_embeddings(): embeddings of different sizes {sizes}; they must come from the same encoder"
+            )
+        test = tests[0]
         result = self._score_enrolled(enrolled, test, resolved)
         check_outputs([result], VerificationOutput, producer=f"{type(self).__name__}.score_embeddings")
         return result
@@ -568,6 +613,46 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT, SpeakerRuntime[E
             source="mean of the enrollment clips",
         )
         return self._score(mean, test, options)
+
+
+_EMBEDDING_TYPES = (
+    "a SpeakerOutput (from embed()), a float array (embedding_dim,) or (num_clips, embedding_dim) "
+    "(as `voicehub embed --output x.npy` writes), or a list of these"
+)
+
+
+def _as_embeddings(value: object, what: str) -> list[SpeakerOutput]:
+    """``value`` as a list of :class:`SpeakerOutput` (arrays become outputs of ``source="array"``).
+
+    Raises:
+        InferenceOptionError: naming ``what``, the type or shape found and the accepted ones.
+    """
+    if isinstance(value, SpeakerOutput):
+        return [value]
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind != "f" or value.ndim not in (1, 2) or value.size == 0:
+            raise InferenceOptionError(
+                f"score_embeddings(): {what} is an array of dtype {value.dtype} and shape {tuple(value.shape)}; "
+                f"expected {_EMBEDDING_TYPES}"
+            )
+        rows = value.reshape(1, -1) if value.ndim == 1 else value
+        try:
+            return [
+                SpeakerOutput(embedding=np.ascontiguousarray(row, dtype=np.float32), duration_s=0.0, source="array")
+                for row in rows
+            ]
+        except OutputValidationError as err:
+            raise InferenceOptionError(f"score_embeddings(): {what}: {err}") from err
+    if isinstance(value, (list, tuple)):
+        items: list[SpeakerOutput] = []
+        for item in value:
+            if not isinstance(item, (SpeakerOutput, np.ndarray)):
+                raise InferenceOptionError(
+                    f"score_embeddings(): {what} holds a {type(item).__name__}; expected {_EMBEDDING_TYPES}"
+                )
+            items.extend(_as_embeddings(item, what))
+        return items
+    raise InferenceOptionError(f"score_embeddings(): {what} is a {type(value).__name__}; expected {_EMBEDDING_TYPES}")
 
 
 def _plda_decision(backend: PLDABackend, llr: float, options: SpeakerScoringOptions) -> VerificationOutput:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from voicehub.core.errors import CheckpointError, InferenceOptionError, VoiceHubError
+from voicehub.core.errors import AudioError, CheckpointError, InferenceOptionError, VoiceHubError
 
 
 class CheckpointMismatchError(CheckpointError):
@@ -146,11 +146,19 @@ class PhonemizerError(TextFrontEndError):
     """The phonemizer library is present but failed (cannot initialise, unknown voice...)."""
 
 
+class NoSpeechFoundError(AudioError):
+    """A front end's silence trimming found no speech in the input (switching trimming off embeds it as it is).
+
+    Digital silence (all zeros) is a plain :class:`~voicehub.core.errors.AudioError`: no option helps there.
+    """
+
+
 __all__ = [
     "CheckpointCorruptError",
     "CheckpointMismatchError",
     "DecodingOptionError",
     "EmptyTextError",
+    "NoSpeechFoundError",
     "NothingToPronounceError",
     "PhonemizerError",
     "TextFrontEndError",

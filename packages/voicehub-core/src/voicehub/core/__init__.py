@@ -22,9 +22,11 @@ from voicehub.core.audio import (
     resample,
     save_audio,
 )
+from voicehub.core.checkpoint import check_tensor_values, read_safetensors
 from voicehub.core.config import Config, Migration
 from voicehub.core.device import Device, DType, normalize_device, normalize_dtype, resolve_device, resolve_dtype
 from voicehub.core.errors import (
+    ArgumentTypeError,
     AudioDecodeError,
     AudioError,
     CheckpointError,
@@ -78,6 +80,7 @@ __all__ = [
     "ASROutput",
     "ASRSegment",
     "ASRWord",
+    "ArgumentTypeError",
     "AudioDecodeError",
     "AudioError",
     "AudioFileInfo",
@@ -118,6 +121,7 @@ __all__ = [
     "check_output_file",
     "check_outputs",
     "check_sample_rate",
+    "check_tensor_values",
     "decode_audio_file",
     "import_optional",
     "is_raw_pcm",
@@ -129,6 +133,7 @@ __all__ = [
     "normalize_dtype",
     "parse_reference",
     "pcm_to_float",
+    "read_safetensors",
     "resample",
     "resolve_device",
     "resolve_dtype",

@@ -13,11 +13,13 @@ Accepted inputs (:data:`AudioLike`):
 * a NumPy array or a tensor (anything with ``.detach().cpu().numpy()``) together with the
   ``sample_rate`` keyword, or a ``(array, sample_rate)`` tuple. A 1-D array is mono
   ``(num_samples,)``; a 2-D array is ``(num_channels, num_samples)`` and is averaged to mono.
-  Integer PCM is scaled to [-1, 1] (int16 by 32768, int32 by 2**31, uint8 centred on 128).
+  Integer PCM is scaled to [-1, 1] (int16 by 32768, int8 by 128, uint8 centred on 128); wider
+  integer arrays are ambiguous and refused with a message saying how to scale them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import struct
@@ -195,18 +197,36 @@ def resample(samples: npt.NDArray[Any], orig_sample_rate: int, target_sample_rat
     return np.ascontiguousarray(soxr.resample(data, orig, target, quality="HQ"), dtype=np.float32)
 
 
+UNAMBIGUOUS_PCM_DTYPES = ("int16", "int8", "uint8")
+"""Integer dtypes whose scale is unambiguous (16-bit and 8-bit PCM); wider integers are refused."""
+
+
 def pcm_to_float(array: npt.NDArray[Any], *, source: str = "array") -> FloatArray:
     """Convert PCM samples to float32 in [-1, 1].
 
-    Integer types are scaled by their full-scale value (int16 by 32768, int32 by 2**31,
-    int8 by 128; unsigned types are centred first); floating types are cast.
+    int16 is scaled by 32768, int8 by 128, uint8 centred on 128 and scaled by 128; floating
+    types are cast. Wider integer types (int32, int64, uint16...) are refused: the same values
+    may be 16-bit PCM widened by ``np.array(list_of_ints)`` or full-scale 32-bit PCM, and the
+    wrong guess silently gives audio 65536 times too quiet (the same reason float audio above
+    1.0 is refused).
 
     Raises:
-        AudioError: for bool, complex, object or string arrays.
+        AudioError: for a wide integer dtype (the message says how to scale it), and for bool,
+            complex, object or string arrays.
     """
     kind = array.dtype.kind
     if kind == "f":
         return array.astype(np.float32, copy=False)
+    if kind in "iu" and array.dtype.name not in UNAMBIGUOUS_PCM_DTYPES:
+        bits = 8 * array.dtype.itemsize
+        peak = int(np.abs(array.astype(np.float64)).max()) if array.size else 0
+        raise AudioError(
+            f"{source}: integer samples of dtype {array.dtype} are ambiguous (peak |x| = {peak}): they may be 16-bit "
+            f"PCM values widened to {bits} bits (e.g. by np.array(list_of_ints)) or full-scale {bits}-bit PCM. Pass "
+            f"array.astype(np.int16) if they are 16-bit PCM, or (array / 2**{bits - 1 if kind == 'i' else bits}) "
+            f"as float32 in [-1, 1] if they use the full {bits}-bit range",
+            source=source,
+        )
     if kind == "i":
         scale = float(2 ** (8 * array.dtype.itemsize - 1))
         return (array.astype(np.float64) / scale).astype(np.float32)
@@ -299,8 +319,32 @@ def _downmix(data: npt.NDArray[Any], source: str) -> FloatArray:
     return mixed
 
 
+_WAVE_FORMAT_PCM, _WAVE_FORMAT_EXTENSIBLE = 1, 0xFFFE
+
+
+def _wave_format_problem(fmt: bytes) -> str | None:
+    """A description of a ``fmt `` chunk whose sample width libsndfile would decode as another width.
+
+    Integer PCM must declare whole bytes per sample (8, 16, 24 or 32 bits): libsndfile reads a
+    7-bit header as 8-bit PCM, silently giving samples twice too loud. For
+    ``WAVE_FORMAT_EXTENSIBLE`` the valid bits may be fewer than the container's (20 in 24), which
+    is fine; the container itself must be whole bytes.
+    """
+    if len(fmt) < 16:
+        return f"its fmt chunk is {len(fmt)} bytes, shorter than the 16 of a WAV format header"
+    format_tag, _, _, _, _, bits = struct.unpack("<HHIIHH", fmt[:16])
+    if format_tag in (_WAVE_FORMAT_PCM, _WAVE_FORMAT_EXTENSIBLE) and (bits == 0 or bits % 8 or bits > 64):
+        return (
+            f"its header declares {bits} bits per sample, not a whole number of bytes (8, 16, 24 or 32); "
+            f"such a file would be decoded at another sample width, so it is refused: re-encode it "
+            f"(e.g. sox in.wav -b 16 out.wav)"
+        )
+    return None
+
+
 def _riff_truncation(path: Path) -> str | None:
-    """Return a description when a RIFF/WAVE file's data chunk is longer than the file.
+    """Return a description when a RIFF/WAVE file's data chunk is longer than the file, or its
+    ``fmt `` chunk declares a sample width that would be decoded as another (see :func:`_wave_format_problem`).
 
     libsndfile silently decodes the part of a truncated WAV file that is present, so the
     declared chunk sizes are checked here (RIFF layout: Microsoft/IBM Multimedia
@@ -315,6 +359,10 @@ def _riff_truncation(path: Path) -> str | None:
         while offset + 8 <= size:
             handle.seek(offset)
             chunk_id, chunk_size = struct.unpack("<4sI", handle.read(8))
+            if chunk_id == b"fmt ":
+                problem = _wave_format_problem(handle.read(min(chunk_size, 64)))
+                if problem is not None:
+                    return problem
             if chunk_id == b"data":
                 if chunk_size != 0xFFFFFFFF and offset + 8 + chunk_size > size:
                     present = size - offset - 8
@@ -323,6 +371,44 @@ def _riff_truncation(path: Path) -> str | None:
                     )
                 return None
             offset += 8 + chunk_size + (chunk_size & 1)
+    return None
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as printable text: bytes of a non-UTF-8 file name appear as ``\\xff`` escapes.
+
+    A name that is not valid UTF-8 reaches Python as surrogate escapes, which cannot be printed
+    or encoded; messages name the file with this instead.
+    """
+    text = os.fspath(path)
+    raw = os.fsencode(text) if isinstance(text, str) else text
+    return raw.decode("utf-8", errors="backslashreplace")
+
+
+def _utf8_name(path: Path) -> bool:
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _special_kind(path: Path) -> str | None:
+    """``"a pipe or FIFO"``, ``"a character device"``... for a special file; ``None`` for a regular file."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a pipe or FIFO (such as /dev/stdin fed by a pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device (such as /dev/stdin on a terminal)"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
     return None
 
 
@@ -347,11 +433,18 @@ def decode_audio_file(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
 def _check_audio_file(path: str | os.PathLike[str]) -> Path:
     """Refuse a missing, directory, empty or truncated-WAV path before libsndfile opens it."""
     file = Path(path)
-    name = str(file)
+    name = display_path(file)
     if not file.exists():
         raise AudioDecodeError(f"{name}: no such audio file", source=name)
     if file.is_dir():
         raise AudioDecodeError(f"{name}: is a directory, not an audio file", source=name)
+    kind = _special_kind(file)
+    if kind is not None:
+        raise AudioDecodeError(
+            f"{name}: is {kind}, not a regular file; audio is decoded from regular files (the decoder seeks in "
+            f"them): save the stream to a file first (e.g. `cat > clip.wav`) and pass that file",
+            source=name,
+        )
     if file.stat().st_size == 0:
         raise AudioDecodeError(f"{name}: file is empty (0 bytes)", source=name)
     truncation = _riff_truncation(file)
@@ -361,9 +454,16 @@ def _check_audio_file(path: str | os.PathLike[str]) -> Path:
 
 
 def _libsndfile_error(name: str, err: Exception) -> AudioDecodeError:
+    """The named error for a file libsndfile refused; content that is no audio at all is said so plainly."""
     detail = str(err).split(":", 1)[-1].strip() or "unknown error"
+    if "regular file" in detail or "pipe" in detail or "Format not recognised" in detail:
+        suffix = Path(name).suffix
+        hint = f", whatever its {suffix} suffix says" if suffix else ""
+        detail = f"the content is not in any audio format libsndfile recognises{hint}; is it really audio?"
+    else:
+        detail = f"libsndfile: {detail}"
     return AudioDecodeError(
-        f"{name}: cannot decode as audio (libsndfile: {detail}); expected WAV, FLAC, OGG, MP3 or "
+        f"{name}: cannot decode as audio ({detail}); expected WAV, FLAC, OGG, MP3 or "
         f"another format libsndfile reads; headerless PCM must be read into an array first",
         source=name,
     )
@@ -440,7 +540,7 @@ def iter_audio_blocks(
     if isinstance(block_samples, bool) or not isinstance(block_samples, int) or block_samples < 1:
         raise AudioError(f"block_samples: expected a positive int, got {block_samples!r}", source=str(path))
     file = _check_audio_file(path)
-    name = str(file)
+    name = display_path(file)
     decoded = 0
     try:
         with soundfile.SoundFile(name) as handle:
@@ -483,15 +583,19 @@ def _decode_frames(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
     import soundfile
 
     file = _check_audio_file(path)
-    name = str(file)
+    name = display_path(file)
     try:
-        with soundfile.SoundFile(name) as handle:
+        with contextlib.ExitStack() as stack:
+            # A name that is not valid UTF-8 cannot be passed to libsndfile's C API: such a file is
+            # opened here and handed over as a file object.
+            source: Any = str(file) if _utf8_name(file) else stack.enter_context(file.open("rb"))
+            handle = stack.enter_context(soundfile.SoundFile(source))
             declared = handle.frames
             data = handle.read(dtype="float32", always_2d=True)
             sample_rate = int(handle.samplerate)
     except soundfile.LibsndfileError as err:
         raise _libsndfile_error(name, err) from err
-    except (RuntimeError, TypeError, ValueError) as err:
+    except (RuntimeError, TypeError, ValueError, OSError) as err:
         raise AudioDecodeError(f"{name}: cannot decode as audio ({err})", source=name) from err
     if data.shape[0] == 0:
         raise AudioDecodeError(f"{name}: file holds no audio samples", source=name)
@@ -709,6 +813,7 @@ __all__ = [
     "MAX_SAMPLE_RATE",
     "MIN_SAMPLE_RATE",
     "RAW_PCM_SUFFIXES",
+    "UNAMBIGUOUS_PCM_DTYPES",
     "ArrayLike",
     "AudioFileInfo",
     "AudioLike",
@@ -718,6 +823,7 @@ __all__ = [
     "audio_file_info",
     "check_sample_rate",
     "decode_audio_file",
+    "display_path",
     "is_raw_pcm",
     "iter_audio_blocks",
     "load_audio",

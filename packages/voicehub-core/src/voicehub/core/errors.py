@@ -177,7 +177,27 @@ class InferenceOptionError(VoiceHubError, ValueError):
     """An inference option (threshold, duration, language...) has an invalid value."""
 
 
+class ArgumentTypeError(VoiceHubError, TypeError):
+    """A keyword argument of a public call has the wrong type (``lazy_load="no"``)."""
+
+
+def check_flag(value: object, *, name: str) -> bool:
+    """Return ``value`` when it is a ``bool``; refuse anything else, truthy strings included.
+
+    ``lazy_load="no"`` would otherwise count as true; NumPy booleans are accepted.
+
+    Raises:
+        ArgumentTypeError: naming the argument, the value and the fix.
+    """
+    if isinstance(value, bool):
+        return value
+    if type(value).__name__ == "bool_" and type(value).__module__ == "numpy":
+        return bool(value)
+    raise ArgumentTypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+
+
 __all__ = [
+    "ArgumentTypeError",
     "AudioDecodeError",
     "AudioError",
     "CheckpointError",
@@ -195,4 +215,5 @@ __all__ = [
     "UnknownConfigKeyError",
     "UnknownModelError",
     "VoiceHubError",
+    "check_flag",
 ]

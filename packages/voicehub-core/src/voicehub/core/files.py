@@ -10,6 +10,13 @@ this module:
 * Content is written to a temporary file beside the destination and renamed over it with
   :func:`os.replace` (atomic on POSIX and Windows): the destination holds either its old
   content or the complete new one. A symbolic link is written through to its target.
+* Only regular files are replaced. A destination that exists and is a special file (a pipe, a
+  FIFO, a character or block device, e.g. ``/dev/stdout``, ``/dev/null`` or a shell's
+  ``>(command)``) is written *into*: the content is produced in a private temporary directory
+  and then copied into the special file, which stays what it was.
+* Temporary files and staging directories left by a killed write (``.NAME.*.partial``,
+  ``.NAME.voicehub-*``) are removed by the next write to the same destination; one that another
+  process still writes (it holds an advisory lock on it) is left alone.
 * Missing parent directories are created only at write time and removed again if the write
   fails, so a failure leaves nothing new behind.
 * Files get the mode a plain ``open()`` would give (``0o666 & ~umask``, or the mode of the file
@@ -27,6 +34,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from collections.abc import Callable, Collection, Iterator
@@ -67,6 +75,106 @@ def default_file_mode() -> int:
 def default_directory_mode() -> int:
     """``0o777 & ~umask``: the mode ``mkdir`` gives a new directory."""
     return 0o777 & ~_umask()
+
+
+def is_special_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` exists (symbolic links followed) and is neither a regular file nor a directory.
+
+    Pipes, FIFOs, sockets and character or block devices (``/dev/stdout``, ``/dev/null``, a shell's
+    ``>(command)`` as ``/dev/fd/63``) are special: writers write into them, never rename over them.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+try:  # advisory locks mark a temporary file or staging directory as in use (POSIX only)
+    import fcntl as _fcntl
+except ImportError:  # pragma: no cover - Windows: leftovers are not cleaned up
+    _fcntl = None  # type: ignore[assignment]
+
+
+def _hold_lock(path: Path) -> int | None:
+    """Open ``path`` and take an exclusive advisory lock on it; the caller closes the descriptor."""
+    if _fcntl is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        _fcntl.flock(fd, _fcntl.LOCK_EX | _fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _release_lock(fd: int | None) -> None:
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _writer_alive(file_name: str, name: str) -> bool:
+    """Whether the process that made the temporary file ``.NAME.PID.RANDOM.partial`` still runs."""
+    pid_text = file_name[len(name) + 2 :].split(".", 1)[0]
+    if not pid_text.isdigit():
+        return False  # not made by this scheme (an older VoiceHub): nobody writes it any more
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return True  # another thread of this process may be writing it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by another user
+    return True
+
+
+def remove_leftovers(directory: Path, name: str) -> list[Path]:
+    """Remove what a killed write to ``directory / name`` left: ``.NAME.*.partial``, ``.NAME.voicehub-*``.
+
+    A temporary file whose writer (the PID in its name) still runs is kept, as is a staging
+    directory that a running write holds (an advisory ``flock`` on the directory; files are
+    not locked, since writers such as HDF5 lock the files they write), and everything on
+    systems without ``fcntl`` (Windows). Errors are ignored: clean-up never fails a write.
+
+    Returns:
+        The entries removed.
+    """
+    if _fcntl is None or not name:
+        return []
+    removed: list[Path] = []
+    try:
+        candidates = [
+            item
+            for item in directory.iterdir()
+            if item.name.startswith(f".{name}.")
+            and (item.name.endswith(".partial") or item.name.startswith(f".{name}.voicehub-"))
+            and not item.is_symlink()
+        ]
+    except OSError:
+        return []
+    for item in candidates:
+        if not item.is_dir():
+            if not _writer_alive(item.name, name):
+                with contextlib.suppress(OSError):
+                    item.unlink()
+                    removed.append(item)
+            continue
+        fd = _hold_lock(item)
+        if fd is None:
+            continue  # in use by a running write, or gone
+        try:
+            _remove(item)
+            removed.append(item)
+        finally:
+            _release_lock(fd)
+    return removed
 
 
 def _nearest_existing(path: Path) -> Path:
@@ -114,16 +222,26 @@ def check_output_file(path: str | os.PathLike[str], *, what: str = "output file"
         create_parents: allow missing parent directories (created at write time).
 
     Returns:
-        The destination, ``~`` expanded and symbolic links resolved.
+        The destination, ``~`` expanded and symbolic links resolved; a special file (see
+        :func:`is_special_file`) is returned as given, since it is written into, not replaced
+        (``/dev/stdout`` resolves to a name such as ``pipe:[1234]`` that cannot be opened).
 
     Raises:
         OutputPathError: if the path is empty or a directory, an ancestor is a file, a parent
-            is missing (and ``create_parents`` is false), or the nearest existing directory
-            does not accept new files.
+            is missing (and ``create_parents`` is false), the nearest existing directory
+            does not accept new files, or a special file cannot be opened for writing.
     """
     if not os.fspath(path):
         raise OutputPathError(f"{what}: the path is empty; pass a file name", path="")
     target = Path(path).expanduser()
+    if is_special_file(target):
+        if not os.access(target, os.W_OK):
+            raise OutputPathError(
+                f"{what} {target}: a special file (pipe or device) that this process may not write; "
+                f"choose a writable file",
+                path=target,
+            )
+        return target
     if target.is_symlink() or target.exists():
         target = target.resolve()
     if target.is_dir():
@@ -211,8 +329,12 @@ def atomic_write(
         create_parents: create missing parent directories (removed again on failure); pass
             ``False`` to refuse a missing directory.
 
+    A special file (a pipe, FIFO or device: :func:`is_special_file`) is not replaced: the content
+    is written to a temporary file in a private temporary directory (under the file's own name,
+    so writers that choose a format by suffix still can), then copied into it.
+
     Returns:
-        The destination path (symbolic links resolved).
+        The destination path (symbolic links resolved, except for a special file).
 
     Raises:
         OutputPathError: for a bad destination or an ``OSError`` while writing; the old file,
@@ -220,10 +342,14 @@ def atomic_write(
             ``write`` propagate unchanged, with the same clean-up.
     """
     target = check_output_file(path, what=what, create_parents=create_parents)
+    if is_special_file(target):
+        _write_into_special(target, write, what=what)
+        return target
     with created_parents(target.parent, what=what, destination=target):
+        remove_leftovers(target.parent, target.name)
         try:
             mode = target.stat().st_mode & 0o7777 if target.is_file() else default_file_mode()
-            fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+            fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".partial", dir=target.parent)
             os.close(fd)
         except OSError as err:
             raise OutputPathError(f"{what} {target}: cannot write ({err.strerror or err})", path=target) from err
@@ -239,6 +365,22 @@ def atomic_write(
         finally:
             temporary.unlink(missing_ok=True)
     return target
+
+
+def _write_into_special(target: Path, write: Callable[[Path], object], *, what: str) -> None:
+    """Produce the content in a private temporary directory, then copy it into the special file ``target``."""
+    with tempfile.TemporaryDirectory(prefix="voicehub-write-") as scratch:
+        temporary = Path(scratch) / (target.name or "output")
+        try:
+            write(temporary)
+            with temporary.open("rb") as source, open(target, "wb") as sink:
+                shutil.copyfileobj(source, sink)
+        except OutputPathError:
+            raise
+        except OSError as err:
+            raise OutputPathError(
+                f"{what} {target}: cannot write into this special file ({err.strerror or err})", path=target
+            ) from err
 
 
 def write_text_atomic(
@@ -288,27 +430,77 @@ def _recorded_entries(directory: Path) -> list[str]:
     return [name for name in listed if isinstance(name, str) and "/" not in name and name not in ("", ".", "..")]
 
 
-def _merge_into(staging: Path, target: Path, *, record: bool) -> None:
-    """Move the entries of ``staging`` into the existing directory ``target`` (``config.json`` last)."""
-    written = sorted(item.name for item in staging.iterdir() if item.name != SAVED_ENTRIES_FILE_NAME)
-    stale = sorted(set(_recorded_entries(target)) - set(written)) if record else []
-    order = sorted(staging.iterdir(), key=lambda item: (item.name == CONFIG_FILE_NAME, item.name))
-    for item in order:
-        destination = target / item.name
-        if destination.is_dir() and not destination.is_symlink():
-            retired = Path(tempfile.mkdtemp(prefix=f".{item.name}.voicehub-old-", dir=target))
-            os.replace(destination, retired / item.name)
-            os.replace(item, destination)
-            shutil.rmtree(retired, ignore_errors=True)
+def _is_leftover(name: str) -> bool:
+    """Whether an entry name is a temporary file or staging directory of an interrupted write."""
+    return name.startswith(".") and (name.endswith(".partial") or ".voicehub-" in name)
+
+
+def _link_or_copy(source: str, destination: str) -> None:
+    try:
+        os.link(source, destination)
+    except OSError:
+        shutil.copy2(source, destination)
+
+
+def _carry_over(target: Path, staging: Path, *, record: bool) -> None:
+    """Add to ``staging`` the entries of ``target`` that this write keeps (hard links, not copies).
+
+    Kept: every entry that ``staging`` does not hold, except, with ``record``, those an earlier
+    recorded write listed (it wrote them and this one no longer does), and leftovers of an
+    interrupted write.
+    """
+    written = {item.name for item in staging.iterdir()}
+    stale = set(_recorded_entries(target)) if record else set()
+    for item in sorted(target.iterdir()):
+        name = item.name
+        if name in written or name in stale or name == SAVED_ENTRIES_FILE_NAME or _is_leftover(name):
+            continue
+        destination = staging / name
+        if item.is_symlink():
+            os.symlink(os.readlink(item), destination)
+        elif item.is_dir():
+            shutil.copytree(item, destination, symlinks=True, copy_function=_link_or_copy)
         else:
-            os.replace(item, destination)
-    for name in stale:
-        _remove(target / name)
+            _link_or_copy(os.fspath(item), os.fspath(destination))
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+def _exchange(first: Path, second: Path) -> bool:
+    """Swap two paths atomically with Linux ``renameat2(RENAME_EXCHANGE)``; ``False`` where unsupported."""
+    import ctypes
+    import ctypes.util
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    result = renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), _RENAME_EXCHANGE)
+    if result == 0:
+        return True
+    errno = ctypes.get_errno()
+    if errno in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: file system or kernel without the flag
+        return False
+    raise OSError(errno, os.strerror(errno), os.fspath(second))
 
 
 def _swap_in(staging: Path, target: Path) -> None:
-    """Make ``staging`` the directory ``target``: rename the old one aside, rename ``staging`` in,
-    remove the old one; if renaming ``staging`` in fails, the old directory is put back."""
+    """Make ``staging`` the directory ``target`` and remove the old one.
+
+    On Linux the two directories are exchanged in one atomic ``renameat2`` call, so ``target``
+    always names a complete directory, old or new, even if the process is killed. Elsewhere the
+    old one is renamed aside and ``staging`` renamed in (a failed rename puts the old one back;
+    a kill between the two renames leaves the old one as ``.NAME.voicehub-old-*`` beside it).
+    """
+    if _exchange(staging, target):
+        shutil.rmtree(staging, ignore_errors=True)  # now the old directory
+        return
     retired = target.with_name(f".{target.name}.voicehub-old-{uuid.uuid4().hex}")
     os.rename(target, retired)
     try:
@@ -335,14 +527,19 @@ def write_directory(
     directory is renamed to it; otherwise:
 
     * ``replace=False`` (merge): each written entry replaces the entry of the same name in ``path``
-      (a directory entry as a whole); ``config.json`` is moved last, so a reader that finds it finds
-      the files it describes. Other entries of ``path`` are kept, except, with ``record=True``,
-      those an earlier recorded write listed and this one does not write (a detached part must
-      not come back).
-    * ``replace=True``: the staging directory replaces ``path`` as a whole (the old directory is
-      renamed aside, the new one renamed in, the old one removed; a failed rename puts the old
-      one back): ``path`` holds either the old content or the complete new one, never a mix. A
-      symbolic link to a directory is kept and the directory it points to is replaced.
+      (a directory entry as a whole). Other entries of ``path`` are kept, except, with
+      ``record=True``, those an earlier recorded write listed and this one does not write (a
+      detached part must not come back). The kept entries are hard-linked into the staging
+      directory, which then replaces ``path`` as a whole, so a reader (or a process killed
+      midway) never sees new files next to old ones.
+    * ``replace=True``: the staging directory replaces ``path`` as a whole; entries of ``path``
+      are not kept.
+
+    The swap is one atomic ``renameat2(RENAME_EXCHANGE)`` on Linux (elsewhere: the old directory
+    renamed aside, the new one renamed in, a failed rename putting the old one back): ``path``
+    holds either the old content or the complete new one, never a mix. A symbolic link to a
+    directory is kept and the directory it points to is replaced. Staging directories left by a
+    killed write to the same ``path`` (``.NAME.voicehub-*`` beside it) are removed first.
 
     Missing parents are created (and removed again on failure); the staging directory is always
     removed; files and directories get ordinary modes (:func:`normalize_modes`). A failure leaves
@@ -368,7 +565,7 @@ def write_directory(
         Other errors raised by ``write`` propagate unchanged, with the same clean-up.
     """
     target = check_output_directory(path, what=what)
-    if replace and target.is_symlink():
+    if target.is_symlink():
         target = target.resolve()
     if replace and replaceable is not None and target.is_dir():
         foreign = sorted(item.name for item in target.iterdir() if item.name not in replaceable)
@@ -380,10 +577,12 @@ def write_directory(
                 path=target,
             )
     with created_parents(target.parent, what=what, destination=target):
+        remove_leftovers(target.parent, target.name)
         try:
             staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.voicehub-staging-", dir=target.parent))
         except OSError as err:
             raise OutputPathError(f"{what} {target}: cannot write ({err.strerror or err})", path=target) from err
+        lock = _hold_lock(staging)
         try:
             write(staging)
             if record and not replace:
@@ -392,16 +591,17 @@ def write_directory(
             normalize_modes(staging)
             if not target.exists():
                 os.rename(staging, target)
-            elif replace:
-                _swap_in(staging, target)
             else:
-                _merge_into(staging, target, record=record)
+                if not replace:
+                    _carry_over(target, staging, record=record)
+                _swap_in(staging, target)
         except OutputPathError:
             raise
         except OSError as err:
             raise OutputPathError(f"{what} {target}: cannot write ({err.strerror or err})", path=target) from err
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+            _release_lock(lock)
     return target
 
 
@@ -415,7 +615,9 @@ __all__ = [
     "created_parents",
     "default_directory_mode",
     "default_file_mode",
+    "is_special_file",
     "normalize_modes",
+    "remove_leftovers",
     "write_bytes_atomic",
     "write_directory",
     "write_text_atomic",

@@ -257,7 +257,8 @@ class OptimizationHost:
         except Exception as switch_error:
             error.add_note(
                 f"switching {type(self._host).__name__} back to {previous.value!r} after the failure ALSO failed: "
-                f"{type(switch_error).__name__}: {switch_error}; call unload() or load() yourself"
+                f"{type(switch_error).__name__}: {switch_error}; call unload() then load() yourself (load() alone "
+                f"is refused while a plan is active)"
             )
 
     def restore(self, mode: RuntimeState | str = RuntimeState.INFERENCE) -> None:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from voicehub.core.errors import UnknownModelError
+from voicehub.core.errors import UnknownModelError, check_flag
 from voicehub.core.lazy import parse_reference, resolve_reference
 from voicehub.core.tasks import SpeechTask
 from voicehub.registry._base import _NamedRegistry, normalize_name, normalize_names
@@ -155,6 +155,7 @@ class ModelSpec:
         Raises:
             SpecError: for classes defined in functions, or a model type disagreeing with the config.
         """
+        default_for_task = check_flag(default_for_task, name="default_for_task")
         declared = getattr(config_class, "config_type", None)
         if model_type is None:
             if not isinstance(declared, str):

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
 from voicehub.core.audio import RAW_PCM_SUFFIXES, AudioLike, is_raw_pcm, load_raw_pcm
-from voicehub.core.errors import VoiceHubError
+from voicehub.core.errors import ConfigError, InferenceOptionError, VoiceHubError
 from voicehub.core.tasks import SpeechTask
 
 SAMPLE_RATE_HELP = (
@@ -56,6 +57,35 @@ def audio_input(path: Path, sample_rate: int | None) -> AudioLike:
     return load_raw_pcm(path, sample_rate=sample_rate)
 
 
+def resolve_cli_options(model: Any, overrides: Mapping[str, object], flags: Mapping[str, str]) -> Any:
+    """The model's options with the command-line overrides, or a usage error naming the ``--flag``.
+
+    A wrapper names its own method in option errors (``GE2ESpeakerVerifier.embed(): threshold
+    ...``); on the command line the user typed a flag, so the message names the flag instead.
+
+    Args:
+        model: the loaded wrapper.
+        overrides: option name -> value, from the flags.
+        flags: option name -> the flag that sets it (``{"min_speech_duration_ms": "--min-speech-ms"}``).
+
+    Raises:
+        click.UsageError: naming the flag, the value given and what is allowed.
+    """
+    try:
+        return model.resolve_options(**overrides)
+    except VoiceHubError as err:
+        if not isinstance(err, (InferenceOptionError, ConfigError, TypeError)):
+            raise
+        for key, value in overrides.items():
+            try:
+                model.resolve_options(**{key: value})
+            except VoiceHubError as single:
+                reason = str(single).split("(): ", 1)[-1]
+                flag = flags.get(key, "--" + key.replace("_", "-"))
+                raise click.UsageError(f"{flag} {value}: {reason}") from err
+        raise click.UsageError(str(err).split("(): ", 1)[-1]) from err
+
+
 def cli_model_type(task: SpeechTask, model_type: str | None, source: str | None) -> str | None:
     """The ``--model`` to load: as given, else the task's default when ``--source`` names no saved directory.
 
@@ -79,4 +109,11 @@ def cli_model_type(task: SpeechTask, model_type: str | None, source: str | None)
         return None
 
 
-__all__ = ["SAMPLE_RATE_HELP", "audio_input", "check_raw_inputs", "cli_model_type", "default_model_help"]
+__all__ = [
+    "SAMPLE_RATE_HELP",
+    "audio_input",
+    "check_raw_inputs",
+    "cli_model_type",
+    "default_model_help",
+    "resolve_cli_options",
+]

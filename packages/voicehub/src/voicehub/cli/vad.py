@@ -10,7 +10,14 @@ from typing import Any
 
 import click
 
-from voicehub.cli._inputs import SAMPLE_RATE_HELP, audio_input, check_raw_inputs, cli_model_type, default_model_help
+from voicehub.cli._inputs import (
+    SAMPLE_RATE_HELP,
+    audio_input,
+    check_raw_inputs,
+    cli_model_type,
+    default_model_help,
+    resolve_cli_options,
+)
 from voicehub.core import strict_json
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.files import atomic_write as write_file_atomic
@@ -63,6 +70,13 @@ def rttm_file_ids(files: Sequence[Path]) -> list[str]:
 
 _DEFAULT_MODEL = default_model_help(SpeechTask.VOICE_ACTIVITY_DETECTION)
 _OPTIONS = VADOptions()  # the segmentation defaults of the built-in VAD models
+_FLAGS = {
+    "threshold": "--threshold",
+    "min_speech_duration_ms": "--min-speech-ms",
+    "min_silence_duration_ms": "--min-silence-ms",
+    "speech_pad_ms": "--speech-pad-ms",
+    "max_speech_duration_s": "--max-speech-s",
+}
 
 
 @click.command("vad")
@@ -162,7 +176,7 @@ def vad_command(
             check_output_file(rttm, what="--rttm file")  # before loading or decoding anything
         model_type = cli_model_type(SpeechTask.VOICE_ACTIVITY_DETECTION, model_type, source)
         model = AutoModelForVoiceActivityDetection.from_pretrained(source, model_type=model_type)
-        options = model.resolve_options(**overrides)  # refuse bad options before decoding anything
+        options = resolve_cli_options(model, overrides, _FLAGS)  # refuse bad options before decoding anything
         model.load()  # a missing or foreign checkpoint is reported once, not per file
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import click
 
-from voicehub.cli._inputs import SAMPLE_RATE_HELP, check_raw_inputs
+from voicehub.cli._inputs import SAMPLE_RATE_HELP, check_raw_inputs, resolve_cli_options
 from voicehub.cli._speaker import MODEL_HELP, NO_TRIM_HELP, SOURCE_HELP, embed_file, load_model, trim_override
 from voicehub.core import strict_json
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.outputs import VerificationOutput
+
+_FLAGS = {"scoring": "--scoring", "threshold": "--threshold", "backend_threshold": "--backend-threshold"}
 
 
 @click.command("verify")
@@ -92,7 +94,7 @@ def verify_command(
     try:
         model = load_model(model_type, source, backend)
         overrides.update(trim_override(model, no_trim))
-        model.resolve_options(**overrides)
+        resolve_cli_options(model, overrides, _FLAGS)  # a bad option names its --flag, before decoding
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
     embeddings, failures = [], []

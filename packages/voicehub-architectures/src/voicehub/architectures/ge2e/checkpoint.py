@@ -26,6 +26,7 @@ from voicehub.architectures.errors import CheckpointMismatchError
 from voicehub.architectures.ge2e.config import GE2EConfig
 from voicehub.architectures.ge2e.model import GE2ESpeakerEncoder
 from voicehub.core import CheckpointError
+from voicehub.core.checkpoint import check_tensor_values
 
 RESEMBLYZER_VERSION = "0.1.4"
 """The ``resemblyzer`` release the weights come from (its ``resemblyzer/pretrained.pt``)."""
@@ -162,6 +163,7 @@ def load_resemblyzer_checkpoint(
     state = read_resemblyzer_state_dict(file)
     model = GE2ESpeakerEncoder(config)
     check_state_dict(model, state, source=str(file))
+    check_tensor_values(state, source=file, expected=model.state_dict())
     model.load_state_dict(state, strict=True)
     return model.eval().to(map_location)
 

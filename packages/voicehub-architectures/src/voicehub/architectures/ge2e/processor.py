@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voicehub.architectures.errors import NoSpeechFoundError
 from voicehub.architectures.ge2e.config import GE2EConfig
 from voicehub.core import AudioError, import_optional
 
@@ -65,7 +66,10 @@ def volume_gain(mean_square: Any, target_dbfs: float) -> Any:
     """
     rms = np.sqrt(np.float32(mean_square))
     if not rms > 0:
-        raise AudioError("GE2E: the input is digital silence (RMS 0); a speaker embedding needs speech")
+        raise AudioError(
+            "GE2E: the input is digital silence (every sample is 0, RMS 0); a speaker embedding needs speech, and "
+            "no option changes that: check the recording (muted input, wrong channel, empty export)"
+        )
     change_db = target_dbfs - 20 * np.log10(rms / INT16_MAX)
     if change_db < 0:
         return None
@@ -165,7 +169,8 @@ def preprocess(samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDAr
         float32 (num_kept_samples,).
 
     Raises:
-        AudioError: for digital silence, or when the VAD finds no speech at all, including audio
+        AudioError: for digital silence (no option helps).
+        NoSpeechFoundError: (an ``AudioError``) when the VAD finds no speech at all, including audio
             shorter than one VAD window (pass a config with ``trim_silence=False`` to embed such
             audio anyway).
     """
@@ -178,7 +183,7 @@ def preprocess(samples: npt.NDArray[np.float32], config: GE2EConfig) -> npt.NDAr
     kept = wav[: mask.shape[0]][mask]
     if kept.size == 0:
         window_s = config.vad_window_ms / 1000
-        raise AudioError(
+        raise NoSpeechFoundError(
             f"GE2E: the WebRTC VAD found no speech in {len(wav) / config.sample_rate:.3f} s of audio "
             f"(it judges whole {window_s * 1000:g} ms windows); expected speech, at least a second of it; "
             f"fix: pass speech, or switch silence trimming off (trim_silence=False) to embed the audio as it is"

@@ -45,6 +45,7 @@ from voicehub.architectures.errors import CheckpointMismatchError
 from voicehub.architectures.moonshine._ort_format import OrtModel, OrtNode, read_ort_model
 from voicehub.architectures.moonshine.config import MoonshineConfig
 from voicehub.architectures.moonshine.model import MoonshineModel, rotary_inverse_frequencies
+from voicehub.core.checkpoint import check_tensor_values
 from voicehub.core.errors import CheckpointError
 
 ENCODER_FILE = "encoder_model.ort"
@@ -361,6 +362,7 @@ def load_moonshine(
     state = convert_state_dict(encoder, decoder, config)
     with torch.device("meta"):  # no random initialisation: every parameter comes from the files
         model = MoonshineModel(config)
+    check_tensor_values(state, source=folder, expected=model.state_dict())
     model.load_state_dict(state, strict=True, assign=True)
     return model.eval()
 

@@ -30,6 +30,7 @@ from torch import Tensor
 from voicehub.architectures.errors import CheckpointMismatchError
 from voicehub.architectures.silero.config import SileroConfig, branch_name
 from voicehub.architectures.silero.model import SileroVAD
+from voicehub.core.checkpoint import check_tensor_values, read_safetensors
 from voicehub.core.errors import CheckpointError
 
 
@@ -126,6 +127,8 @@ def convert_state_dict(
 
     Raises:
         CheckpointMismatchError: listing every missing, unexpected and mis-shaped tensor.
+        CheckpointError: for NaN or infinite values, or an integer tensor (every Silero weight is
+            floating point), checked before the float32 conversion.
     """
     rules = tensor_rules(config, source_format)
     shapes = expected_shapes(config)
@@ -161,6 +164,11 @@ def convert_state_dict(
             unexpected=unexpected,
             mismatched=mismatched,
         )
+    check_tensor_values(
+        {source: tensors[source] for source in rules.values() if source in tensors},
+        source=path if path is not None else "Silero VAD checkpoint",
+        floating=rules.values(),
+    )
     return out
 
 
@@ -199,9 +207,7 @@ def read_tensors(path: str | os.PathLike[str], source_format: CheckpointFormat |
                 warnings.simplefilter("ignore", FutureWarning)  # torch.jit.load's deprecation notice
                 module = torch.jit.load(os.fspath(path), map_location="cpu")  # type: ignore[no-untyped-call]
             return {name: tensor.detach() for name, tensor in module.state_dict().items()}
-        from safetensors.torch import load_file
-
-        return load_file(os.fspath(path), device="cpu")
+        return read_safetensors(path)[0]
     except (RuntimeError, ValueError, OSError) as err:
         raise CheckpointError(f"{path}: cannot read as a {fmt.value} checkpoint ({err})", path=Path(path)) from err
 
@@ -251,6 +257,7 @@ def load_silero_vad(
         config = config_for_checkpoint(tensors, fmt, model_version=model_version)
     state = convert_state_dict(tensors, config, fmt, path=path)
     model = SileroVAD(config)
+    check_tensor_values(state, source=path, expected=model.state_dict())
     model.load_state_dict(state, strict=True)
     return model.eval()
 

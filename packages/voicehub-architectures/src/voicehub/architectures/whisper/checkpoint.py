@@ -43,6 +43,7 @@ from voicehub.architectures.whisper.ct2 import CT2Model, read_ct2_model
 from voicehub.architectures.whisper.files import CheckpointFormat, WhisperFiles, find_whisper_files
 from voicehub.architectures.whisper.model import Whisper
 from voicehub.architectures.whisper.tokenizer import WhisperTokenizer, read_json_object
+from voicehub.core.checkpoint import check_tensor_values, read_safetensors
 from voicehub.core.errors import CheckpointError, ConfigError
 from voicehub.core.files import atomic_write
 
@@ -595,15 +596,9 @@ def generation_config_from_files(files: WhisperFiles, tokenizer: WhisperTokenize
 
 # ----------------------------------------------------------------------------------------------------- load
 def _read_safetensors(paths: Sequence[Path]) -> dict[str, Tensor]:
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     tensors: dict[str, Tensor] = {}
     for shard in paths:
-        try:
-            loaded = load_file(str(shard), device="cpu")
-        except (SafetensorError, OSError, ValueError, RuntimeError) as err:
-            raise CheckpointError(f"{shard}: cannot read as safetensors ({err})", path=shard) from err
+        loaded = read_safetensors(shard)[0]
         duplicated = sorted(set(loaded) & set(tensors))
         if duplicated:
             raise CheckpointError(f"{shard}: tensors {duplicated[:5]} also appear in another shard", path=shard)
@@ -689,6 +684,7 @@ def load_whisper(
         raise CheckpointError(f"{label}: the side files do not fit the weights ({err})", path=label) from err
     with torch.device("meta"):
         model = Whisper(config)
+    check_tensor_values(state, source=label, expected=model.state_dict())
     model.load_state_dict(state, strict=True, assign=True)
     model = model.to(device).eval()
     return LoadedWhisper(model=model, tokenizer=whisper_tokenizer, generation=generation, files=files)

@@ -97,6 +97,13 @@ def open_hdf5(path: Path) -> h5py.File:
         HyperionFileError: if the file is missing, empty, not HDF5, truncated or corrupt.
         UnsafeFormatError: if the file is a Python pickle.
     """
+    if path.is_dir():
+        raise HyperionFileError(
+            f"{path}: is a directory; a Hyperion NumPy model is one HDF5 file (e.g. plda.h5): pass the file. A "
+            f"directory with config.json and model.safetensors is a torch model (HyperTorchModel.auto_load), and a "
+            f"PLDA back-end directory loads with voicehub.plda_backend.PLDABackend.load",
+            path=path,
+        )
     if not path.is_file():
         raise HyperionFileError(f"{path}: no such file", path=path)
     with path.open("rb") as handle:

@@ -36,7 +36,8 @@ from typing import Any
 import torch
 
 from voicehub.core import StrictJSONError, strict_json
-from voicehub.core.errors import OutputPathError
+from voicehub.core.checkpoint import read_safetensors
+from voicehub.core.errors import CheckpointError, OutputPathError
 from voicehub.core.files import CONFIG_FILE_NAME, WEIGHTS_FILE_NAME, atomic_write, write_directory, write_text_atomic
 from voicehub.hyperion.errors import HyperionFileError, UnsafeFormatError
 
@@ -188,9 +189,15 @@ def read_checkpoint(
 
 
 def _read_directory(path: Path, map_location: str | torch.device) -> RawCheckpoint:
-    from safetensors import SafetensorError, safe_open
-
     config_file, weights_file = path / CONFIG_FILE_NAME, path / WEIGHTS_FILE_NAME
+    if not config_file.is_file() and not weights_file.is_file():
+        found = sorted(item.name for item in path.iterdir() if not item.name.startswith("."))[:6]
+        held = f"it holds {', '.join(found)}{' ...' if len(found) == 6 else ''}" if found else "it is empty"
+        raise HyperionFileError(
+            f"{path}: a directory that is not a torch checkpoint ({held}); a checkpoint directory holds "
+            f"{CONFIG_FILE_NAME} and {WEIGHTS_FILE_NAME}; otherwise pass a .pth file",
+            path=path,
+        )
     for file in (config_file, weights_file):
         if not file.is_file():
             raise HyperionFileError(
@@ -203,13 +210,10 @@ def _read_directory(path: Path, map_location: str | torch.device) -> RawCheckpoi
         raise HyperionFileError(f"{config_file}: not a strict-JSON model config ({err})", path=config_file) from err
     if not isinstance(cfg, dict):
         raise HyperionFileError(f"{config_file}: expected a JSON object, got {type(cfg).__name__}", path=config_file)
-    device = str(map_location)
     try:
-        with safe_open(str(weights_file), framework="pt", device=device) as handle:
-            metadata = handle.metadata() or {}
-            tensors = {key: handle.get_tensor(key) for key in handle.keys()}  # noqa: SIM118 (not a dict)
-    except (SafetensorError, OSError, RuntimeError, ValueError) as err:
-        raise HyperionFileError(f"{weights_file}: not a readable safetensors file ({err})", path=weights_file) from err
+        tensors, metadata = read_safetensors(weights_file, device=str(map_location))
+    except CheckpointError as err:
+        raise HyperionFileError(str(err), path=weights_file) from err
     return RawCheckpoint(
         model_cfg=cfg,
         state_dict=normalize_state_dict(tensors, source=str(weights_file)),

@@ -35,7 +35,8 @@ from typing import Any, ClassVar, Self
 import torch
 from torch import nn
 
-from voicehub.core import ConfigError, DeviceError, VoiceHubError, resolve_reference
+from voicehub.core import CheckpointError, ConfigError, DeviceError, VoiceHubError, resolve_reference
+from voicehub.core.checkpoint import check_tensor_values
 from voicehub.hyperion.errors import HyperionFileError, HyperionRegistryError, UnknownHyperionClassError
 from voicehub.hyperion.torch.checkpoint import (
     SINGLE_FILE_SUFFIXES,
@@ -281,7 +282,9 @@ class HyperTorchModel(nn.Module):
 
         Raises:
             HyperionFileError: naming ``source`` and listing missing, unexpected and mis-shaped
-                tensors (expected and found shapes); the model is untouched in that case.
+                tensors (expected and found shapes), or tensors with NaN or infinite values or an
+                integer dtype where the model holds floats
+                (:func:`voicehub.core.checkpoint.check_tensor_values`); the model is untouched in that case.
         """
         expected = self.state_dict()
         missing = sorted(set(expected) - set(state_dict))
@@ -302,6 +305,10 @@ class HyperTorchModel(nn.Module):
             raise HyperionFileError(
                 f"{source}: state dict does not match {type(self).__name__}: {' | '.join(problems)}", path=source
             )
+        try:
+            check_tensor_values(state_dict, source=source, expected=expected)
+        except CheckpointError as err:
+            raise HyperionFileError(str(err), path=source) from err
         self.load_state_dict(state_dict, strict=True)
 
     # ------------------------------------------------------------------- training

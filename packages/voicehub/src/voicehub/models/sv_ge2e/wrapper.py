@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from voicehub.architectures.errors import CheckpointMismatchError
+from voicehub.architectures.errors import CheckpointMismatchError, NoSpeechFoundError
 from voicehub.architectures.ge2e import GE2EConfig, GE2ESpeakerEncoder, load_resemblyzer_checkpoint, preprocess
 from voicehub.architectures.ge2e.checkpoint import WEIGHTS_DISTRIBUTION, WEIGHTS_INSTALL_HINT
 from voicehub.architectures.ge2e.long_form import FloatArray, embed_long
@@ -125,12 +125,15 @@ class GE2ESpeakerVerifier(PreTrainedSVModel[SVGE2EConfig, SVGE2EOptions, GE2ESpe
         for index, waveform in enumerate(waveforms):
             try:
                 kept.append(preprocess(waveform.samples, config))
-            except AudioError as err:
+            except NoSpeechFoundError as err:  # only silence trimming can be switched off; digital silence stays
                 name = waveform.source or f"input {index}"
-                raise AudioError(
+                raise NoSpeechFoundError(
                     f"{name}: {err} (Python: embed(..., trim_silence=False); command line: --no-trim-silence)",
                     source=waveform.source,
                 ) from err
+            except AudioError as err:
+                name = waveform.source or f"input {index}"
+                raise AudioError(f"{name}: {err}", source=waveform.source) from err
         tensors = [torch.from_numpy(k).to(device) for k in kept]
         embeddings = encoder.embed_utterances(tensors).float().cpu().numpy()
         return [

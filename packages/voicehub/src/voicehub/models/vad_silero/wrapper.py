@@ -19,6 +19,7 @@ from voicehub.architectures.silero.checkpoint import load_silero_vad
 from voicehub.architectures.silero.config import SUPPORTED_SAMPLE_RATES, SileroConfig, chunk_num_samples
 from voicehub.architectures.silero.model import SileroVAD, SileroVADState
 from voicehub.core.audio import Waveform
+from voicehub.core.checkpoint import check_tensor_values
 from voicehub.core.device import Device
 from voicehub.core.errors import CheckpointError
 from voicehub.core.outputs import VADOutput
@@ -96,6 +97,7 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions, RuntimeBund
         if saved is not None:
             rates = tuple(rate for rate in SUPPORTED_SAMPLE_RATES if f"branches.{rate // 1000}k.stft_basis" in saved)
             model = SileroVAD(SileroConfig(sample_rates=rates or (16000,)))
+            check_tensor_values(saved, source=checkpoint, expected=model.state_dict())
             try:
                 model.load_state_dict(saved, strict=True)
             except RuntimeError as err:
@@ -103,7 +105,11 @@ class SileroVADModel(PreTrainedVADModel[VADSileroConfig, VADOptions, RuntimeBund
             return model
         if checkpoint.is_dir():
             for name in UPSTREAM_FILE_NAMES:
-                found = sorted(checkpoint.rglob(name))
+                found = sorted(  # hidden entries (staging left by a killed save) are not checkpoints
+                    path
+                    for path in checkpoint.rglob(name)
+                    if not any(part.startswith(".") for part in path.relative_to(checkpoint).parts)
+                )
                 if found:
                     return load_silero_vad(found[0])
             raise CheckpointError(
