@@ -63,6 +63,10 @@ class ASROptions(Config):
         vad: ``None`` cuts inputs longer than one window with the default voice-activity
             detector; ``True`` cuts every input (silence is skipped); ``False`` uses the model's
             own long-form algorithm for long inputs.
+        chunk_length_s: the longest chunk the detector's cuts are merged into, in seconds (at most
+            the model's window). 20 s by default: on ``tests/data/silero/test.wav`` Whisper tiny.en
+            skipped 11 s of speech inside a full 30 s chunk (WER 14.5 % against the sequential
+            transcript), and kept every word with 15 s and 20 s chunks (2.6 %).
     """
 
     config_type: ClassVar[str] = "asr-options"
@@ -75,6 +79,7 @@ class ASROptions(Config):
     word_timestamps: bool = False
     batch_size: int = 8
     vad: bool | None = None
+    chunk_length_s: float = 20.0
 
     def __post_init__(self) -> None:
         if isinstance(self.temperature, (int, float)) and not isinstance(self.temperature, bool):
@@ -102,6 +107,8 @@ class ASROptions(Config):
             fail("beam_size", "an integer >= 1 (1 is greedy decoding)")
         if self.batch_size < 1:
             fail("batch_size", "an integer >= 1")
+        if not (math.isfinite(self.chunk_length_s) and self.chunk_length_s >= 1.0):
+            fail("chunk_length_s", "a duration >= 1 s (it is capped at the model's window)")
         if not self.temperature or any(not math.isfinite(t) or t < 0 for t in self.temperature):
             fail("temperature", "a number >= 0 or a non-empty tuple of them")
         if self.language is not None and (not self.language.strip() or self.language != self.language.strip()):
@@ -286,15 +293,26 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
         )
 
     # ------------------------------------------------------------------ shared long-form
-    def speech_chunks(self, waveform: Waveform) -> list[SpeechChunk]:
-        """Cut one input into speech chunks of at most :attr:`max_window_s` with :attr:`vad_model`."""
+    def speech_chunks(self, waveform: Waveform, *, chunk_length_s: float | None = None) -> list[SpeechChunk]:
+        """Cut one input into speech chunks with :attr:`vad_model` (the module's rule).
+
+        Args:
+            waveform: the input.
+            chunk_length_s: the longest chunk in seconds; ``None`` or more than :attr:`max_window_s`
+                means one window.
+
+        Returns:
+            Chunks in order, with sample bounds at the waveform's rate.
+        """
         if self.vad_model is None:
             spec = MODEL_CATALOG.get_default(SpeechTask.VOICE_ACTIVITY_DETECTION)
             self.vad_model = spec.load_wrapper_class().from_pretrained(device="cpu")
-        options = self.vad_options.replace(max_speech_duration_s=self.max_window_s - 0.5)
+        max_chunk_s = min(chunk_length_s or self.max_window_s, self.max_window_s)
+        pad_s = self.vad_options.speech_pad_ms / 1000.0
+        options = self.vad_options.replace(max_speech_duration_s=max(max_chunk_s - 2 * pad_s, 0.5))
         vad: VADOutput = self.vad_model.detect(waveform, options=options)
         rate = vad.sample_rate
-        chunks = merge_speech_segments(vad, max_chunk_s=self.max_window_s)
+        chunks = merge_speech_segments(vad, max_chunk_s=max_chunk_s)
         if rate == waveform.sample_rate:
             return chunks
         scale = waveform.sample_rate / rate
@@ -318,7 +336,7 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
             if vad is False and is_long:
                 long_outputs[index] = self._transcribe_long(runtime, waveform, options)
             elif vad is True or is_long:
-                for chunk in self.speech_chunks(waveform):
+                for chunk in self.speech_chunks(waveform, chunk_length_s=getattr(options, "chunk_length_s", None)):
                     audio = Waveform(
                         samples=np.ascontiguousarray(waveform.samples[chunk.start_sample : chunk.end_sample]),
                         sample_rate=waveform.sample_rate,
