@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import jiwer
@@ -65,12 +66,12 @@ def tiny() -> WhisperASRModel:
 
 def _check_timeline(output: ASROutput) -> None:
     starts = [s.start_s for s in output.segments]
-    assert all(a < b for a, b in zip(starts, starts[1:], strict=False)), starts
+    assert all(a < b for a, b in pairwise(starts)), starts
     assert all(s.start_s < s.end_s for s in output.segments)
     words = words_of(output)
     word_starts = [w.start_s for w in words]
-    assert all(a < b for a, b in zip(word_starts, word_starts[1:], strict=False)), word_starts
-    assert all(a.end_s <= b.start_s + 1e-6 for a, b in zip(words, words[1:], strict=False))
+    assert all(a < b for a, b in pairwise(word_starts)), word_starts
+    assert all(a.end_s <= b.start_s + 1e-6 for a, b in pairwise(words))
     assert output.duration_s == pytest.approx(60.0, abs=0.1) and words[-1].end_s <= output.duration_s
 
 
