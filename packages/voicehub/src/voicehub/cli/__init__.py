@@ -3,7 +3,8 @@
 * :mod:`voicehub.cli.models`: ``voicehub models`` (the registered models; imports none of them);
 * :mod:`voicehub.cli.vad`: ``voicehub vad`` (speech segments as text, strict JSON or RTTM);
 * :mod:`voicehub.cli.embed`: ``voicehub embed`` (speaker embeddings);
-* :mod:`voicehub.cli.verify`: ``voicehub verify`` (same-speaker decisions).
+* :mod:`voicehub.cli.verify`: ``voicehub verify`` (same-speaker decisions);
+* :mod:`voicehub.cli.transcribe`: ``voicehub transcribe`` (speech to text: txt, json, srt, vtt, tsv).
 
 A new command is a module here with one ``click`` command, added to :data:`main` below with one
 ``main.add_command(...)`` line. ``python -m voicehub`` runs the same group.
@@ -15,6 +16,7 @@ import click
 
 from voicehub.cli.embed import embed_command
 from voicehub.cli.models import models_command, weights_install_command, weights_status
+from voicehub.cli.transcribe import transcribe_command
 from voicehub.cli.vad import vad_command
 from voicehub.cli.verify import verify_command
 from voicehub.core.version import distribution_version
@@ -30,5 +32,6 @@ main.add_command(models_command)
 main.add_command(vad_command)
 main.add_command(embed_command)
 main.add_command(verify_command)
+main.add_command(transcribe_command)
 
 __all__ = ["main", "models_command", "weights_install_command", "weights_status"]
