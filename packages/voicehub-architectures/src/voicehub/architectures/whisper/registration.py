@@ -11,7 +11,7 @@ ARCHITECTURE = ArchitectureSpec(
     version="1",
     tasks=(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION,),
     devices=("cpu",),
-    dtypes=("float32",),
+    dtypes=("float32", "bfloat16"),
     features=(
         "word-timestamps",
         "long-form",
@@ -20,12 +20,14 @@ ARCHITECTURE = ArchitectureSpec(
         "language-detection",
         "translation",
     ),
-    optimization_passes=("eval-mode", "inference-mode", "threads"),
+    optimization_passes=("eval-mode", "inference-mode", "threads", "dtype", "int8-dynamic"),
     sample_rates=(SAMPLE_RATE,),
     upstream="https://github.com/openai/whisper (openai-whisper 20250625); CTranslate2 weights as in faster-whisper",
     license="MIT",
 )
 """Verified on CPU in float32: log-mel, encoder output and first-step logits against openai-whisper, greedy
-transcripts against faster-whisper on tiny.en and base (``packages/voicehub-architectures/tests/test_whisper*.py``)."""
+transcripts against faster-whisper on tiny.en and base (``packages/voicehub-architectures/tests/test_whisper*.py``);
+bfloat16 and the listed passes by the ASR probe of ``tests/test_optimization_matrix.py`` (a LibriVox transcript within
+two word edits and, when unchanged, its segment times within 0.5 s; the exact passes give the same transcript)."""
 
 __all__ = ["ARCHITECTURE"]
