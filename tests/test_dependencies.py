@@ -8,7 +8,8 @@ parsed with ``ast``. A *use* is:
 * ``import_optional("x", ...)`` or ``importlib.import_module("x")`` with a literal (or module
   constant) name: optional, imported on use;
 * a ``"voicehub.x.y:attr"`` reference string: a module the library resolves at run time;
-* a data distribution: ``DistributionSource(distribution="x")`` or ``importlib.metadata.distribution("x")``
+* a data distribution: ``DistributionSource(distribution="x")`` (optional when its ``install_hint``
+  installs an extra, ``pip install "voicehub[x]"``) or ``importlib.metadata.distribution("x")``
   (optional inside a ``try`` that catches ``PackageNotFoundError``).
 
 Import names map to distributions through the member that owns the ``voicehub.*`` module, or
@@ -55,6 +56,7 @@ STANDARD_LIBRARY = set(sys.stdlib_module_names) | {"__future__"}
 REFERENCE = re.compile(r"^(voicehub(?:\.\w+)+):[A-Za-z_][\w.]*$")
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
 MISSING_DISTRIBUTION_ERRORS = {"PackageNotFoundError"}
+EXTRA_HINT = re.compile(r"pip install \S*\[[\w-]+\]")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,10 +163,13 @@ class _Scanner(ast.NodeVisitor):
         elif name in ("importlib.metadata.distribution", "metadata.distribution") and first is not None:
             self._add("distribution", first, node, optional=self._guarded(MISSING_DISTRIBUTION_ERRORS))
         elif name.split(".")[-1] == "DistributionSource":
+            # Optional when its install hint installs an extra (`pip install "voicehub[whisper-base]"`).
+            hint = next((self._text(k.value) for k in node.keywords if k.arg == "install_hint"), None)
+            optional = hint is not None and EXTRA_HINT.search(hint) is not None
             for keyword in node.keywords:
                 value = self._text(keyword.value) if keyword.arg == "distribution" else None
                 if value is not None:
-                    self._add("distribution", value, node, optional=False)
+                    self._add("distribution", value, node, optional=optional)
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:

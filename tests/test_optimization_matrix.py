@@ -31,7 +31,7 @@ import torch
 import voicehub
 from voicehub.core import strict_json
 from voicehub.core.errors import CheckpointError, LifecycleError
-from voicehub.core.outputs import SpeakerOutput, VADOutput
+from voicehub.core.outputs import ASROutput, SpeakerOutput, VADOutput
 from voicehub.core.strict_json import JSONValue
 from voicehub.core.tasks import SpeechTask
 from voicehub.optimization import (
@@ -52,6 +52,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 DATA = Path(__file__).resolve().parent / "data"
 VAD_AUDIO = DATA / "silero" / "test.wav"  # 60 s of English speech, 16 kHz (silero-vad sources, MIT)
 SV_AUDIO = DATA / "librivox" / "sense_and_sensibility_01_austen_64kb-0870.wav"  # one LibriVox reader
+ASR_AUDIO = DATA / "librivox" / "sense_and_sensibility_01_austen_64kb-0920.wav"  # 20 words, 6.6 s
 ALLOWED_OUTCOMES = {"configured", "not-applicable", "quantized", "eager-fallback"}
 
 MODEL_TYPES = tuple(spec.model_type for spec in voicehub.list_model_specs())
@@ -61,14 +62,17 @@ PASS_NAMES = OPTIMIZATION_PASSES.list()
 # ------------------------------------------------------------------------------------------ task probes
 @dataclass(frozen=True)
 class Tolerance:
-    """How far a pass may move a task output: VAD probability, SV cosine distance, VAD boundary (s)."""
+    """How far a pass may move a task output: VAD probability, SV cosine distance, VAD boundary (s),
+    ASR words changed (edits against the reference transcript, in words) and segment times (s)."""
 
     probability: float
     cosine_distance: float
     boundary_s: float = 0.1
+    word_edits: int = 2
+    timestamp_s: float = 0.5
 
 
-EXACT = Tolerance(probability=1e-5, cosine_distance=1e-6, boundary_s=0.0)
+EXACT = Tolerance(probability=1e-5, cosine_distance=1e-6, boundary_s=0.0, word_edits=0, timestamp_s=1e-6)
 LOSSY = Tolerance(probability=0.15, cosine_distance=0.01)
 TOLERANCES: Mapping[str, Tolerance] = {
     "eval-mode": EXACT,
@@ -110,9 +114,30 @@ def _compare_sv(reference: SpeakerOutput, output: SpeakerOutput, tolerance: Tole
     assert distance <= tolerance.cosine_distance, f"cosine distance {distance}"
 
 
+def _asr_probe(model: Any) -> ASROutput:
+    out = model.transcribe(str(ASR_AUDIO), language="en", temperature=0.0)
+    assert isinstance(out, ASROutput) and len(out.text.split()) >= 15
+    return out
+
+
+def _compare_asr(reference: ASROutput, output: ASROutput, tolerance: Tolerance) -> None:
+    import jiwer
+
+    edits = jiwer.process_words(reference.text.lower(), output.text.lower())
+    changed = edits.substitutions + edits.deletions + edits.insertions
+    assert changed <= tolerance.word_edits, (reference.text, output.text)
+    if changed == 0 and len(output.segments) == len(reference.segments):
+        for got, want in zip(output.segments, reference.segments, strict=True):
+            assert abs(got.start_s - want.start_s) <= tolerance.timestamp_s
+            assert abs(got.end_s - want.end_s) <= tolerance.timestamp_s
+    else:
+        assert tolerance is not EXACT, "an exact pass changed the segments"
+
+
 PROBES: Mapping[SpeechTask, tuple[Callable[[Any], Any], Callable[[Any, Any, Tolerance], None]]] = {
     SpeechTask.VOICE_ACTIVITY_DETECTION: (_vad_probe, _compare_vad),
     SpeechTask.SPEAKER_VERIFICATION: (_sv_probe, _compare_sv),
+    SpeechTask.AUTOMATIC_SPEECH_RECOGNITION: (_asr_probe, _compare_asr),
 }
 
 

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
 
+from voicehub.core import strict_json
 from voicehub.core.checkpoint import check_tensor_values, read_safetensors
 from voicehub.core.config import Config
 from voicehub.core.device import (
@@ -194,6 +195,21 @@ class _CallGate:
                 self._condition.notify_all()
 
 
+def _is_model_config(path: Path) -> bool:
+    """Whether ``path`` is a ``config.json`` written by ``save_pretrained`` (it names its ``model_type``).
+
+    An upstream checkpoint directory may hold a ``config.json`` of its own (CTranslate2 and Hugging
+    Face Whisper do); such a file is the adapter's to read, not a model config.
+    """
+    if not path.is_file():
+        return False
+    try:
+        document = strict_json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True  # let the config reader report the problem with its path
+    return isinstance(document, dict) and "model_type" in document
+
+
 class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
     """Base class of every task wrapper; see the module docstring for the lifecycle.
 
@@ -309,7 +325,7 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         options = None
         if isinstance(parsed, LocalSource):
             directory = Path(parsed.path).expanduser()
-            if directory.is_dir() and (directory / CONFIG_FILE_NAME).is_file():
+            if directory.is_dir() and _is_model_config(directory / CONFIG_FILE_NAME):
                 if config is None:
                     config = cls.config_class.from_pretrained(directory)  # type: ignore[assignment]
                 options_file = directory / OPTIONS_FILE_NAME

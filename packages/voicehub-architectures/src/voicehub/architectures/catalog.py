@@ -10,6 +10,7 @@ BUILTIN_ARCHITECTURES: tuple[str, ...] = (
     "voicehub.architectures.silero.registration:ARCHITECTURE",
     "voicehub.architectures.ge2e.registration:ARCHITECTURE",
     "voicehub.architectures.xvector.registration:ARCHITECTURE",
+    "voicehub.architectures.whisper.registration:ARCHITECTURE",
 )
 """One reference per architecture family."""
 

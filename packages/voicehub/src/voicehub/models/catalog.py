@@ -13,6 +13,8 @@ BUILTIN_MODELS: tuple[str, ...] = (
     "voicehub.models.vad_webrtc.registration:MODEL_SPEC",
     "voicehub.models.sv_ge2e.registration:MODEL_SPEC",
     "voicehub.models.sv_xvector.registration:MODEL_SPEC",
+    "voicehub.models.asr_whisper.registration:MODEL_SPEC",
+    "voicehub.models.asr_whisper.registration:BASE_MODEL_SPEC",
 )
 """References to the built-in :class:`~voicehub.registry.ModelSpec` declarations, in listing order."""
 

@@ -160,7 +160,7 @@ def find_alignment(
     tokens = [*sot_sequence, special.no_timestamps, *text_tokens, special.eot]
     device = audio_features.device
     state = model.decoder.init_state(audio_features, max_length=len(tokens))
-    hidden, scores = model.decoder(torch.tensor([tokens], device=device), state, return_scores=True)
+    hidden, scores = model.decode(torch.tensor([tokens], device=device), state, return_scores=True)
     start = len(sot_sequence)
     logits = model.decoder.logits(hidden[0, start : start + len(text_tokens)])[:, : special.eot]
     probs = logits.softmax(dim=-1)[torch.arange(len(text_tokens)), torch.tensor(text_tokens)].tolist()

@@ -287,7 +287,7 @@ class WhisperDecoder:
         special = self.tokenizer.special
         state = self.model.decoder.init_state(audio_features, max_length=1)
         sot = torch.full((audio_features.shape[0], 1), special.sot, dtype=torch.long, device=audio_features.device)
-        hidden, _ = self.model.decoder(sot, state)
+        hidden, _ = self.model.decode(sot, state)
         ids = torch.tensor(special.language_ids, device=audio_features.device)
         probs = self.model.decoder.logits(hidden[:, 0])[:, ids].softmax(dim=-1).cpu()
         return [dict(zip(special.language_codes, row.tolist(), strict=True)) for row in probs]
@@ -335,7 +335,7 @@ class WhisperDecoder:
         rows = windows * group
         tokens = torch.tensor(initial, dtype=torch.long, device=device).repeat_interleave(group, dim=0)
         state = self.model.decoder.init_state(audio_features, group_size=group, max_length=max_length)
-        hidden, _ = self.model.decoder(tokens, state)
+        hidden, _ = self.model.decode(tokens, state)
         first = self.model.decoder.logits(hidden[:, [sot_index, -1]])
         no_speech = first[::group, 0].softmax(dim=-1)[:, special.no_speech].tolist()
         logits = first[:, 1]
@@ -384,7 +384,7 @@ class WhisperDecoder:
             step += 1
             if finished or step >= sample_len or sample_begin + step >= max_length:
                 break
-            hidden, _ = self.model.decoder(torch.tensor(next_tokens, device=device)[:, None], state)
+            hidden, _ = self.model.decode(torch.tensor(next_tokens, device=device)[:, None], state)
             logits = self.model.decoder.logits(hidden[:, 0])
         if beam:
             candidates = self._finish_beams(beams, sampled, sum_logprobs, group)

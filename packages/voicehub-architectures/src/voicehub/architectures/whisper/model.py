@@ -323,6 +323,8 @@ class TextDecoder(nn.Module):
         Returns:
             A fresh :class:`DecoderState` (length 0).
         """
+        # Features in the weights' dtype (a dtype pass hands float32 back from the encoder).
+        audio_features = audio_features.to(self.token_embedding.weight.dtype)
         windows = audio_features.shape[0]
         length = self.positional_embedding.shape[0] if max_length is None else max_length
         width = self.positional_embedding.shape[1]
@@ -376,7 +378,7 @@ class TextDecoder(nn.Module):
 
     def logits(self, hidden: Tensor) -> Tensor:
         """Project hidden states (..., W) onto the vocabulary with the tied embedding: float32 (..., vocab)."""
-        logits: Tensor = self.output(hidden)
+        logits: Tensor = self.output(hidden.to(self.token_embedding.weight.dtype))  # the tied weights' dtype
         return logits.float()
 
 
@@ -400,6 +402,25 @@ class Whisper(nn.Module):
         features: Tensor = self.encoder(mel.to(self.encoder.conv1.weight.dtype))
         return features
 
+    def decode(
+        self, tokens: Tensor, state: DecoderState, *, return_scores: bool = False
+    ) -> tuple[Tensor, list[Tensor]]:
+        """One decoder step over new tokens (see :meth:`TextDecoder.forward`); decoding loops call this.
+
+        Returns:
+            The final hidden states, float (rows, T, W), and the cross-attention scores if asked.
+        """
+        return self.decoder(tokens, state, return_scores=return_scores)  # type: ignore[no-any-return]
+
+    def optimization_execution_methods(self) -> tuple[str, ...]:
+        """The entry points optimization passes wrap (``threads``, ``inference-mode``, ``dtype``, ``compile``).
+
+        :meth:`embed_audio` (the encoder, once per window batch) and :meth:`decode` (the decoder step,
+        once per token); :meth:`forward` runs through them (looked up on the instance, so it sees
+        the wrapped versions) and is not listed, so that a wrapping pass never nests.
+        """
+        return ("embed_audio", "decode")
+
     def forward(self, mel: Tensor, tokens: Tensor) -> Tensor:
         """Teacher-forced logits: every token sees itself and the tokens before it.
 
@@ -412,7 +433,7 @@ class Whisper(nn.Module):
         """
         features = self.embed_audio(mel)
         state = self.decoder.init_state(features, max_length=tokens.shape[1])
-        hidden, _ = self.decoder(tokens, state)
+        hidden, _ = self.decode(tokens, state)
         return self.decoder.logits(hidden)
 
 
