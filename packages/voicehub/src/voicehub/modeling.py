@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
 
+from voicehub._call_gate import CallGate
 from voicehub.core import strict_json
 from voicehub.core.checkpoint import check_tensor_values, read_safetensors
 from voicehub.core.config import Config
@@ -125,74 +126,6 @@ def _inference_context() -> Iterator[None]:
         return
     with torch.inference_mode():
         yield
-
-
-class _CallGate:
-    """Lets task calls run concurrently and a runtime change (an optimization plan applied or
-    restored, ``unload()``) run alone.
-
-    A change waits for the calls already running to return; calls that start while a change
-    waits or runs wait for it to finish, then run on the changed runtime. So no call ever sees a
-    half-converted module (a bfloat16 weight next to a float32 one). A thread that is already
-    inside a call or a change passes straight through (no self-deadlock on nested calls).
-    """
-
-    def __init__(self) -> None:
-        self._condition = threading.Condition()
-        self._running = 0
-        self._changing = False
-        self._local = threading.local()
-
-    def _depth(self) -> int:
-        return int(getattr(self._local, "depth", 0))
-
-    @contextlib.contextmanager
-    def call(self) -> Iterator[None]:
-        """Run a task call (``detect``, ``embed``...): waits while a change is pending or running."""
-        if self._depth():
-            self._local.depth += 1
-            try:
-                yield
-            finally:
-                self._local.depth -= 1
-            return
-        with self._condition:
-            while self._changing:
-                self._condition.wait()
-            self._running += 1
-        self._local.depth = 1
-        try:
-            yield
-        finally:
-            self._local.depth = 0
-            with self._condition:
-                self._running -= 1
-                self._condition.notify_all()
-
-    @contextlib.contextmanager
-    def change(self) -> Iterator[None]:
-        """Change the runtime alone: waits for running calls; new calls wait for it."""
-        if self._depth():
-            self._local.depth += 1
-            try:
-                yield
-            finally:
-                self._local.depth -= 1
-            return
-        with self._condition:
-            while self._changing:
-                self._condition.wait()
-            self._changing = True
-            while self._running:
-                self._condition.wait()
-        self._local.depth = 1
-        try:
-            yield
-        finally:
-            self._local.depth = 0
-            with self._condition:
-                self._changing = False
-                self._condition.notify_all()
 
 
 def _is_model_config(path: Path) -> bool:
@@ -284,7 +217,7 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         self._requested_dtype: DType = normalize_dtype(dtype)
         self._device: Device | None = None
         self._lock = threading.RLock()
-        self._calls = _CallGate()  # task calls run together; plan changes and unload() alone
+        self._calls = CallGate()  # task calls run together; plan changes and unload() alone
         self._runtime: RuntimeT | None = None
         self._state = RuntimeState.CREATED
         self._optimization = OptimizationHost(
