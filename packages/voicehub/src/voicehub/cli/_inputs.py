@@ -178,8 +178,8 @@ __all__ = [
     "INPUTS_HELP",
     "SAMPLE_RATE_HELP",
     "audio_input",
-    "expand_audio_inputs",
     "check_raw_inputs",
     "cli_model_type",
     "default_model_help",
+    "expand_audio_inputs",
 ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
 from typing import Any, TextIO, TypeVar
 
@@ -133,7 +133,7 @@ def progress(items: Iterable[T], common: CommonOptions, *, desc: str, unit: str 
     from tqdm import tqdm
 
     enabled = common.show_progress()
-    total = len(items) if hasattr(items, "__len__") else None
+    total = len(items) if isinstance(items, Sized) else None
     yield from tqdm(items, desc=desc, unit=unit, total=total, disable=not enabled, file=sys.stderr)
 
 

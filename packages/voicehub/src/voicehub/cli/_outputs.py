@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,9 +51,9 @@ def write_destination(target: str | os.PathLike[str], data: bytes | str, *, what
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data
     if is_stdout(target):
-        stream = click.get_binary_stream("stdout")
-        stream.write(payload)
-        stream.flush()
+        sys.stdout.flush()  # text already echoed comes first
+        sys.stdout.buffer.write(payload)
+        sys.stdout.buffer.flush()
         return
     atomic_write(Path(target), lambda temporary: temporary.write_bytes(payload), what=what)
 
@@ -91,7 +92,7 @@ def output_dir_paths(output_dir: Path, files: Sequence[Path], suffix: str) -> li
 def echo_json_line(record: Mapping[str, Any]) -> None:
     """Print ``record`` as one line of strict JSON on stdout and flush (JSON Lines, ``--jsonl``)."""
     click.echo(strict_json.dumps(dict(record)))
-    click.get_text_stream("stdout").flush()
+    sys.stdout.flush()
 
 
 __all__ = [

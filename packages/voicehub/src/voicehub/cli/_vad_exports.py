@@ -1,4 +1,4 @@
-"""What ``voicehub vad`` writes besides segments: the speech-only audio (``--speech-out``) and a timeline PNG (``--plot``)."""
+"""What ``voicehub vad`` writes besides segments: speech-only audio (``--speech-out``), a timeline PNG (``--plot``)."""
 
 from __future__ import annotations
 
@@ -46,8 +46,7 @@ def speech_samples(waveform: Waveform, output: VADOutput) -> np.ndarray[Any, np.
     """
     rate = waveform.sample_rate
     pieces = [
-        waveform.samples[int(round(segment.start_s * rate)) : int(round(segment.end_s * rate))]
-        for segment in output.segments
+        waveform.samples[round(segment.start_s * rate) : round(segment.end_s * rate)] for segment in output.segments
     ]
     return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
 

@@ -187,11 +187,12 @@ def vad_command(
         )
         if value is not None
     }
-    stdout_outputs = [name for name, value in (("--rttm -", rttm), ("--speech-out -", speech_out)) if is_stdout(value)]
-    stdout_outputs += [name for name, flag in (("--json", as_json), ("--jsonl", as_jsonl)) if flag]
+    stdout_outputs = [name for name, flag in (("--json", as_json), ("--jsonl", as_jsonl)) if flag]
+    stdout_outputs += [name for name, value in (("--rttm -", rttm), ("--speech-out -", speech_out)) if is_stdout(value)]
     if len(stdout_outputs) > 1:
         raise click.UsageError(
-            f"{' and '.join(stdout_outputs)} would all print to standard output; write all but one to a file"
+            f"{' and '.join(stdout_outputs)} would {'both' if len(stdout_outputs) == 2 else 'all'} print to standard "
+            "output; write the RTTM or speech to a file (--rttm out.rttm, --speech-out speech.wav) or drop one"
         )
     files = expand_audio_inputs(inputs)
     if plot is not None and len(files) != 1:
