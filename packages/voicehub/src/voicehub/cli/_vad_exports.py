@@ -120,7 +120,7 @@ def plot_timeline(output: VADOutput, target: Path, *, threshold: float, audio: A
     ax.set_xlim(0.0, output.duration_s)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("probability")
-    ax.legend(loc="upper right", fontsize="small", framealpha=0.9)
+    figure.legend(loc="outside lower center", ncols=3, fontsize="small", frameon=False)
     count = len(output.segments)
     axes[0].set_title(
         f"{Path(output.source).name}: {count} speech segment{'' if count == 1 else 's'}, "
