@@ -10,9 +10,10 @@ run.
   expected output, compared line by line (a trailing ``...`` line allows more output).
 * ``python``: the block runs in a fresh interpreter.
 
-Each runs in a scratch directory that holds links to the repository's ``tests``, ``docs`` and
-``packages`` (so ``tests/data/...`` paths work and files the example writes stay out of the
-tree), with ``uv run`` pointed at this workspace (``UV_PROJECT``) and no model hub.
+Each runs in a scratch directory that holds links to the repository's top-level entries (so
+``tests/data/...`` paths and the tool configuration work, and files an example writes stay out of
+the tree), with ``uv run`` pointed at this workspace (``UV_PROJECT``, the lock frozen), the
+workspace's mypy and ruff caches, and no model hub.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN_LANGUAGES = {"bash": "shell", "sh": "shell", "shell": "shell", "console": "console", "python": "python"}
 FENCE = re.compile(r"^```(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^```\s*$", re.S | re.M)
-LINKED = ("tests", "docs", "packages")
+NOT_LINKED = {".git", ".venv", ".mypy_cache", ".ruff_cache", ".pytest_cache", "dist"}
 TIMEOUT_S = 300
 
 
@@ -62,14 +63,16 @@ EXAMPLES = _examples()
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> Path:
-    for name in LINKED:
-        (tmp_path / name).symlink_to(ROOT / name, target_is_directory=True)
+    for entry in ROOT.iterdir():
+        if entry.name not in NOT_LINKED:
+            (tmp_path / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
     return tmp_path
 
 
 def _environment() -> dict[str, str]:
     env = dict(os.environ)
     env.update(HF_HUB_OFFLINE="1", UV_PROJECT=str(ROOT), UV_FROZEN="1", NO_COLOR="1", COLUMNS="120")
+    env.update(MYPY_CACHE_DIR=str(ROOT / ".mypy_cache"), RUFF_CACHE_DIR=str(ROOT / ".ruff_cache"))
     env.pop("VIRTUAL_ENV", None)
     bin_dir = str(Path(sys.executable).parent)  # `voicehub` and `python` of this environment
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
@@ -100,6 +103,7 @@ def test_the_pages_hold_examples_of_every_kind() -> None:
     assert {example.page.name for example in EXAMPLES} >= {"README.md", "vad.md", "speaker.md", "hyperion.md"}
 
 
+@pytest.mark.slow  # the whole set takes minutes on a loaded 2-core host; still part of the default run
 @pytest.mark.parametrize("example", EXAMPLES, ids=[example.name for example in EXAMPLES])
 def test_example_runs_as_written(example: Example, scratch: Path) -> None:
     if example.kind == "python":
