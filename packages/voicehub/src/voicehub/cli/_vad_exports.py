@@ -94,7 +94,7 @@ def plot_timeline(output: VADOutput, target: Path, *, threshold: float, audio: A
         OptionalDependencyError: when matplotlib is missing.
         OutputPathError: when ``target`` cannot be written.
     """
-    check_plot_available()
+    import_optional("matplotlib", purpose="voicehub vad --plot", install_hint=PLOT_INSTALL_HINT)
     from matplotlib.figure import Figure  # optional and heavy: imported on use
 
     panels = 2 if audio is not None else 1
