@@ -21,6 +21,7 @@ Accepted inputs (:data:`AudioLike`):
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import struct
 from collections.abc import Collection
@@ -34,6 +35,8 @@ from voicehub.core.errors import AudioDecodeError, AudioError, SampleRateError
 from voicehub.core.files import atomic_write
 
 FloatArray = npt.NDArray[np.float32]
+
+_LOG = logging.getLogger(__name__)
 
 MAX_CHANNELS = 32
 """Largest channel count accepted for a 2-D array; more suggests a transposed array."""
@@ -398,6 +401,7 @@ def _decode_with_ffmpeg(file: Path, *, libsndfile_detail: str, libsndfile_error:
             f"PCM must be read into an array first",
             source=name,
         ) from libsndfile_error
+    _LOG.debug("%s: libsndfile cannot read it (%s); decoding through FFmpeg (PyAV)", name, libsndfile_detail)
     blocks: list[FloatArray] = []
     try:
         with av.open(name, mode="r") as container:
