@@ -1,7 +1,9 @@
 """Audio input and output: decode any common format, downmix, resample, validate.
 
 Decoding uses libsndfile through ``soundfile`` (WAV, FLAC, OGG/Vorbis, OGG/Opus, MP3 and the
-other formats of libsndfile >= 1.1); resampling uses libsoxr through ``soxr`` (its "HQ"
+other formats of libsndfile >= 1.1); a file libsndfile cannot read (m4a/mp4/aac from phones, webm/mkv
+from video, wma...) is decoded through FFmpeg by PyAV (``av``, the optional ``voicehub[av]`` extra,
+imported only then); resampling uses libsoxr through ``soxr`` (its "HQ"
 quality: passband to 0.91 of Nyquist, stop-band attenuation about 130 dB per the libsoxr
 documentation). Every waveform leaving this module is mono float32 in [-1, 1] at a known
 sample rate in Hz, with finite samples.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -34,6 +37,8 @@ from voicehub.core.errors import AudioDecodeError, AudioError, SampleRateError, 
 from voicehub.core.files import atomic_write
 
 FloatArray = npt.NDArray[np.float32]
+
+_LOG = logging.getLogger(__name__)
 
 MAX_CHANNELS = 32
 """Largest channel count accepted for a 2-D array; more suggests a transposed array."""
@@ -539,7 +544,8 @@ def _decode_frames(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
             data = handle.read(dtype="float32", always_2d=True)
             sample_rate = int(handle.samplerate)
     except soundfile.LibsndfileError as err:
-        raise _libsndfile_error(name, err) from err
+        detail = str(err).split(":", 1)[-1].strip() or "unknown error"
+        return _decode_with_ffmpeg(file, libsndfile_detail=detail, libsndfile_error=err)
     except (RuntimeError, TypeError, ValueError, OSError) as err:
         raise AudioDecodeError(f"{name}: cannot decode as audio ({err})", source=name) from err
     if data.shape[0] == 0:
@@ -551,6 +557,81 @@ def _decode_frames(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
         )
     return data, sample_rate
 
+
+FFMPEG_SUFFIXES = (".m4a", ".mp4", ".aac", ".webm", ".mkv", ".mka", ".mov", ".wma", ".amr", ".3gp")
+"""Suffixes of the container formats libsndfile does not read; they are decoded through PyAV (``voicehub[av]``)."""
+
+AV_INSTALL_HINT = 'pip install "voicehub[av]"'
+"""The command that installs the optional FFmpeg decoder (PyAV)."""
+
+
+def _decode_with_ffmpeg(file: Path, *, libsndfile_detail: str, libsndfile_error: Exception) -> tuple[FloatArray, int]:
+    """Decode ``file`` with FFmpeg through PyAV, the fallback for what libsndfile cannot read.
+
+    The first audio stream is decoded and converted to planar float32 by FFmpeg's resampler,
+    keeping its channels and sample rate (PyAV ``AudioResampler(format="fltp")``).
+
+    Raises:
+        AudioDecodeError: naming the file; when PyAV is not installed, naming the extra that
+            installs it; when FFmpeg cannot decode it either, with both decoders' reasons.
+    """
+    name = str(file)
+    try:
+        import av
+    except ImportError as err:
+        hint = f"install the FFmpeg decoder with: {AV_INSTALL_HINT}"
+        if file.suffix.lower() in FFMPEG_SUFFIXES:
+            raise AudioDecodeError(
+                f"{name}: {file.suffix.lower()} audio is decoded through FFmpeg, which needs the optional PyAV "
+                f"package (not installed); {hint}, or convert the file first, e.g. "
+                f"`ffmpeg -i {name} {file.with_suffix('.wav').name}`",
+                source=name,
+            ) from err
+        raise AudioDecodeError(
+            f"{name}: cannot decode as audio (libsndfile: {libsndfile_detail}); expected WAV, FLAC, OGG, MP3 or "
+            f"another format libsndfile reads (for m4a, mp4, webm and other FFmpeg formats, {hint}); headerless "
+            f"PCM must be read into an array first",
+            source=name,
+        ) from libsndfile_error
+    _LOG.debug("%s: libsndfile cannot read it (%s); decoding through FFmpeg (PyAV)", name, libsndfile_detail)
+    blocks: list[FloatArray] = []
+    try:
+        with av.open(name, mode="r") as container:
+            streams = container.streams.audio
+            if not streams:
+                raise AudioDecodeError(
+                    f"{name}: holds no audio stream (libsndfile: {libsndfile_detail}; FFmpeg found "
+                    f"{len(container.streams)} other stream(s))",
+                    source=name,
+                )
+            stream = streams[0]
+            sample_rate = int(stream.sample_rate or 0)
+            resampler = av.AudioResampler(format="fltp")
+            for frame in container.decode(stream):
+                for converted in resampler.resample(frame):
+                    blocks.append(converted.to_ndarray().astype(np.float32, copy=False))
+            for converted in resampler.resample(None):
+                blocks.append(converted.to_ndarray().astype(np.float32, copy=False))
+    except AudioDecodeError:
+        raise
+    except (av.error.FFmpegError, OSError, ValueError) as err:
+        raise AudioDecodeError(
+            f"{name}: cannot decode as audio (libsndfile: {libsndfile_detail}; FFmpeg: {err}); expected WAV, FLAC, "
+            f"OGG, MP3, M4A, WebM or another format FFmpeg reads; headerless PCM must be read into an array first",
+            source=name,
+        ) from err
+    if not blocks or sum(block.shape[1] for block in blocks) == 0:
+        raise AudioDecodeError(f"{name}: file holds no audio samples", source=name)
+    if sample_rate <= 0:
+        raise AudioDecodeError(f"{name}: FFmpeg reports no sample rate for its audio stream", source=name)
+    return np.ascontiguousarray(np.concatenate(blocks, axis=1)), sample_rate
+
+
+LIBSNDFILE_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".au", ".caf", ".w64")
+"""Suffixes of the audio files libsndfile decodes (the common ones; it reads more, by content)."""
+
+AUDIO_FILE_SUFFIXES = LIBSNDFILE_SUFFIXES + FFMPEG_SUFFIXES
+"""Suffixes taken as audio when a directory is searched for audio files (headerless PCM excluded)."""
 
 RAW_PCM_SUFFIXES = (".raw", ".pcm")
 """Suffixes of headerless PCM files, which carry no sample rate: :func:`load_raw_pcm` reads them."""
@@ -753,6 +834,10 @@ def save_audio(
 
 
 __all__ = [
+    "AUDIO_FILE_SUFFIXES",
+    "AV_INSTALL_HINT",
+    "FFMPEG_SUFFIXES",
+    "LIBSNDFILE_SUFFIXES",
     "MAX_CHANNELS",
     "MAX_FLOAT_PEAK",
     "MAX_SAMPLE_RATE",
