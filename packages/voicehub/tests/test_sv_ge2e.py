@@ -266,8 +266,12 @@ def test_backend_save_replaces_the_directory_as_a_whole_and_a_failure_changes_no
             raise OSError(28, "No space left on device")
         rename(src, dst)
 
+    def refuse_exchange(first: Path, second: Path) -> bool:  # the atomic swap (renameat2) on Linux
+        raise OSError(28, "No space left on device")
+
     with monkeypatch.context() as patch:
         patch.setattr(os, "rename", refuse_staging)
+        patch.setattr("voicehub.core.files._exchange", refuse_exchange)
         with pytest.raises(OutputPathError, match="backend: cannot write"):
             plain.save(directory)
     assert {p.name: p.read_bytes() for p in directory.iterdir()} == old  # put back after it was renamed aside

@@ -61,7 +61,8 @@ def test_vad_command_reports_bad_files_and_options_and_writes_no_rttm(tmp_path: 
     assert "notes.wav: cannot decode as audio" in result.output
     assert not rttm.exists()
     result = CliRunner().invoke(main, ["vad", str(CLIP_0880), "--threshold", "2"])
-    assert result.exit_code == 1 and "threshold: expected a probability in [0, 1], got 2.0" in result.output
+    assert result.exit_code == 2 and "--threshold 2.0: " in result.output and "()" not in result.output
+    assert "threshold: expected a probability in [0, 1], got 2.0" in result.output
     result = CliRunner().invoke(main, ["vad", str(CLIP_0880), "--model", "asr_nothing"])
     assert result.exit_code == 1
     assert result.output == "Error: unknown vad model 'asr_nothing'; available: vad_silero, vad_webrtc\n"

@@ -27,14 +27,20 @@ class CallGate:
         return int(getattr(self._local, "depth", 0))
 
     @contextlib.contextmanager
+    def _nested(self) -> Iterator[None]:
+        """A call or change made by a thread already inside one passes straight through."""
+        self._local.depth += 1
+        try:
+            yield
+        finally:
+            self._local.depth -= 1
+
+    @contextlib.contextmanager
     def call(self) -> Iterator[None]:
         """Run a task call (``detect``, ``embed``...): waits while a change is pending or running."""
         if self._depth():
-            self._local.depth += 1
-            try:
+            with self._nested():
                 yield
-            finally:
-                self._local.depth -= 1
             return
         with self._condition:
             while self._changing:
@@ -53,11 +59,8 @@ class CallGate:
     def change(self) -> Iterator[None]:
         """Change the runtime alone: waits for running calls; new calls wait for it."""
         if self._depth():
-            self._local.depth += 1
-            try:
+            with self._nested():
                 yield
-            finally:
-                self._local.depth -= 1
             return
         with self._condition:
             while self._changing:

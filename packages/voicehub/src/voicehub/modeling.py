@@ -258,8 +258,9 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         options = None
         if isinstance(parsed, LocalSource):
             directory = Path(parsed.path).expanduser()
-            if directory.is_dir() and _is_model_config(directory / CONFIG_FILE_NAME):
-                if config is None:
+            if directory.is_dir() and (directory / CONFIG_FILE_NAME).is_file():
+                # A config.json that names no model_type belongs to an upstream checkpoint (read once, only here).
+                if config is None and _is_model_config(directory / CONFIG_FILE_NAME):
                     config = cls.config_class.from_pretrained(directory)  # type: ignore[assignment]
                 options_file = directory / OPTIONS_FILE_NAME
                 if options_file.is_file():
