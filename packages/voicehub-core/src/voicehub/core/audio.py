@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from voicehub.core._ffmpeg import AV_INSTALL_HINT, FFMPEG_SUFFIXES, RAW_PCM_HINT, _decode_with_ffmpeg
 from voicehub.core._wave_header import riff_truncation
 from voicehub.core.errors import AudioDecodeError, AudioError, SampleRateError, VoiceHubError
 from voicehub.core.files import atomic_write
@@ -414,7 +415,7 @@ def _libsndfile_error(name: str, err: Exception) -> AudioDecodeError:
         detail = f"libsndfile: {detail}"
     return AudioDecodeError(
         f"{name}: cannot decode as audio ({detail}); expected WAV, FLAC, OGG, MP3 or "
-        f"another format libsndfile reads; headerless PCM must be read into an array first",
+        f"another format libsndfile reads; {RAW_PCM_HINT}",
         source=name,
     )
 
@@ -556,75 +557,6 @@ def _decode_frames(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
             source=name,
         )
     return data, sample_rate
-
-
-FFMPEG_SUFFIXES = (".m4a", ".mp4", ".aac", ".webm", ".mkv", ".mka", ".mov", ".wma", ".amr", ".3gp")
-"""Suffixes of the container formats libsndfile does not read; they are decoded through PyAV (``voicehub[av]``)."""
-
-AV_INSTALL_HINT = 'pip install "voicehub[av]"'
-"""The command that installs the optional FFmpeg decoder (PyAV)."""
-
-
-def _decode_with_ffmpeg(file: Path, *, libsndfile_detail: str, libsndfile_error: Exception) -> tuple[FloatArray, int]:
-    """Decode ``file`` with FFmpeg through PyAV, the fallback for what libsndfile cannot read.
-
-    The first audio stream is decoded and converted to planar float32 by FFmpeg's resampler,
-    keeping its channels and sample rate (PyAV ``AudioResampler(format="fltp")``).
-
-    Raises:
-        AudioDecodeError: naming the file; when PyAV is not installed, naming the extra that
-            installs it; when FFmpeg cannot decode it either, with both decoders' reasons.
-    """
-    name = str(file)
-    try:
-        import av
-    except ImportError as err:
-        hint = f"install the FFmpeg decoder with: {AV_INSTALL_HINT}"
-        if file.suffix.lower() in FFMPEG_SUFFIXES:
-            raise AudioDecodeError(
-                f"{name}: {file.suffix.lower()} audio is decoded through FFmpeg, which needs the optional PyAV "
-                f"package (not installed); {hint}, or convert the file first, e.g. "
-                f"`ffmpeg -i {name} {file.with_suffix('.wav').name}`",
-                source=name,
-            ) from err
-        raise AudioDecodeError(
-            f"{name}: cannot decode as audio (libsndfile: {libsndfile_detail}); expected WAV, FLAC, OGG, MP3 or "
-            f"another format libsndfile reads (for m4a, mp4, webm and other FFmpeg formats, {hint}); headerless "
-            f"PCM must be read into an array first",
-            source=name,
-        ) from libsndfile_error
-    _LOG.debug("%s: libsndfile cannot read it (%s); decoding through FFmpeg (PyAV)", name, libsndfile_detail)
-    blocks: list[FloatArray] = []
-    try:
-        with av.open(name, mode="r") as container:
-            streams = container.streams.audio
-            if not streams:
-                raise AudioDecodeError(
-                    f"{name}: holds no audio stream (libsndfile: {libsndfile_detail}; FFmpeg found "
-                    f"{len(container.streams)} other stream(s))",
-                    source=name,
-                )
-            stream = streams[0]
-            sample_rate = int(stream.sample_rate or 0)
-            resampler = av.AudioResampler(format="fltp")
-            for frame in container.decode(stream):
-                for converted in resampler.resample(frame):
-                    blocks.append(converted.to_ndarray().astype(np.float32, copy=False))
-            for converted in resampler.resample(None):
-                blocks.append(converted.to_ndarray().astype(np.float32, copy=False))
-    except AudioDecodeError:
-        raise
-    except (av.error.FFmpegError, OSError, ValueError) as err:
-        raise AudioDecodeError(
-            f"{name}: cannot decode as audio (libsndfile: {libsndfile_detail}; FFmpeg: {err}); expected WAV, FLAC, "
-            f"OGG, MP3, M4A, WebM or another format FFmpeg reads; headerless PCM must be read into an array first",
-            source=name,
-        ) from err
-    if not blocks or sum(block.shape[1] for block in blocks) == 0:
-        raise AudioDecodeError(f"{name}: file holds no audio samples", source=name)
-    if sample_rate <= 0:
-        raise AudioDecodeError(f"{name}: FFmpeg reports no sample rate for its audio stream", source=name)
-    return np.ascontiguousarray(np.concatenate(blocks, axis=1)), sample_rate
 
 
 LIBSNDFILE_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".au", ".caf", ".w64")
