@@ -79,3 +79,23 @@ def test_load_audio_of_random_bytes_reports_both_decoders(tmp_path: Path) -> Non
     target.write_bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8).tobytes())
     with pytest.raises(AudioDecodeError, match=r"noise\.m4a: cannot decode as audio \(libsndfile: .*; FFmpeg: "):
         load_audio(target)
+
+
+@pytest.mark.parametrize("block_samples", [1000, 48000])
+def test_blocks_and_header_of_a_webm_match_the_whole_file_decode(
+    data_dir: Path, tmp_path: Path, block_samples: int
+) -> None:
+    """What libsndfile refuses streams through FFmpeg too: the blocks equal the whole-file decode."""
+    from voicehub.core import audio_file_info, iter_audio_blocks
+
+    reference = load_audio(data_dir / CLIP)
+    encoded = encode_with_pyav(reference.with_sample_rate(48000).samples, 48000, tmp_path / "speech.webm", "libopus")
+    whole = load_audio(encoded)
+    info = audio_file_info(encoded)
+    assert (info.sample_rate, info.num_channels) == (48000, 1)
+    assert abs(info.duration_s - whole.duration_s) < 0.05  # the container's duration, not a decode
+    blocks = list(iter_audio_blocks(encoded, block_samples=block_samples))
+    assert all(block.size == block_samples for block in blocks[:-1]) and 0 < blocks[-1].size <= block_samples
+    np.testing.assert_array_equal(np.concatenate(blocks), whole.samples)
+    resampled = np.concatenate(list(iter_audio_blocks(encoded, block_samples=block_samples, target_sample_rate=16000)))
+    np.testing.assert_allclose(resampled, whole.with_sample_rate(16000).samples, atol=1e-4)

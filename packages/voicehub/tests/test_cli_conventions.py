@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -195,3 +196,29 @@ def test_progress_bar_only_on_a_terminal_unless_asked() -> None:
     assert "vad: 100%" not in default.stderr
     asked = runner.invoke(main, ["vad", *map(str, LIBRIVOX[:2]), "--progress"])
     assert "vad: 100%" in asked.stderr and "2/2" in asked.stderr
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            ["vad", "--model", "sv_ge2e"],
+            r"sv_ge2e is a speaker-verification model.*run `voicehub embed --model sv_ge2e`",
+        ),
+        (["transcribe", "--model", "vad_silero"], r"voice-activity-detection model.*`voicehub vad --model vad_silero`"),
+        (["embed", "--model", "tests/data"], r"--model takes a registered model name.*pass it as --source tests/data"),
+    ],
+)
+def test_a_model_of_another_task_or_a_path_given_to_model_names_the_fix(arguments: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, [*arguments, str(CLIP_0880), "--no-progress"])
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert re.search(message, result.output.replace("\n", " ")), result.output
+
+
+def test_embed_output_must_be_an_npy_file_and_nothing_is_written_otherwise(tmp_path: Path) -> None:
+    target = tmp_path / "vectors.txt"
+    result = CliRunner().invoke(main, ["embed", str(CLIP_0880), "--output", str(target), "--no-progress"])
+    assert result.exit_code == 2
+    assert "must end in .npy" in result.output and "vectors.npy" in result.output
+    assert not target.exists()

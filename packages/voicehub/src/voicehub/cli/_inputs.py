@@ -180,6 +180,42 @@ def resolve_cli_options(model: Any, overrides: Mapping[str, object], flags: Mapp
         raise click.UsageError(str(err).split("(): ", 1)[-1]) from err
 
 
+TASK_COMMANDS: Mapping[SpeechTask, str] = {
+    SpeechTask.VOICE_ACTIVITY_DETECTION: "voicehub vad",
+    SpeechTask.SPEAKER_VERIFICATION: "voicehub embed",
+    SpeechTask.AUTOMATIC_SPEECH_RECOGNITION: "voicehub transcribe",
+    SpeechTask.TEXT_TO_SPEECH: "voicehub synthesize",
+}
+"""The command that serves each task, named when ``--model`` belongs to another task."""
+
+
+def _check_model_task(task: SpeechTask, model_type: str) -> None:
+    """Refuse a ``--model`` registered for another task, or a path given where a name belongs.
+
+    Raises:
+        click.UsageError: naming the command for the model's task (or ``--source`` for a path) and
+            this task's models.
+    """
+    from voicehub.auto import get_model_spec, list_model_specs
+
+    names = ", ".join(spec.model_type for spec in list_model_specs(task))
+    try:
+        spec = get_model_spec(model_type)
+    except KeyError:
+        if "/" in model_type or "\\" in model_type or Path(model_type).exists():
+            raise click.UsageError(
+                f"--model takes a registered model name ({names}), got the path {model_type!r}; to load a "
+                f"checkpoint file or a saved directory, pass it as --source {model_type}"
+            ) from None
+        return  # an unknown name: the loader's error lists every registered model
+    if spec.task != task:
+        other = SpeechTask(spec.task)
+        raise click.UsageError(
+            f"--model {model_type} is a {other.value} model, and this command runs {task.value} models "
+            f"({names}); for {other.value}, run `{TASK_COMMANDS[other]} --model {model_type}`"
+        )
+
+
 def cli_model_type(task: SpeechTask, model_type: str | None, source: str | None) -> str | None:
     """The ``--model`` to load: as given, else the task's default when ``--source`` names no saved directory.
 
@@ -191,8 +227,11 @@ def cli_model_type(task: SpeechTask, model_type: str | None, source: str | None)
         model_type: the ``--model`` given.
         source: the ``--source`` given.
     """
-    if model_type is not None or source is None:
+    if model_type is not None:
+        _check_model_task(task, model_type)
         return model_type
+    if source is None:
+        return None
     from voicehub.auto import get_default_model_spec, local_config_file
 
     try:

@@ -91,6 +91,11 @@ def embed_command(
             f"{' and '.join(stdout_outputs)} would both print to standard output; write the array to a file "
             "(--output embeddings.npy) or drop one"
         )
+    if output is not None and not is_stdout(output) and output.suffix.lower() != ".npy":
+        raise click.UsageError(
+            f"--output {output}: the embeddings are written as a NumPy array, so the file must end in .npy "
+            f"(e.g. --output {output.with_suffix('.npy')}); for text, use --json or --jsonl"
+        )
     files = expand_audio_inputs(inputs)
     check_raw_inputs(files, sample_rate)
     try:
