@@ -86,7 +86,12 @@ def test_random_bytes_named_mp3_say_the_content_is_not_audio(tmp_path: Path) -> 
 def test_a_non_utf8_file_name_decodes_and_prints(tmp_path: Path) -> None:
     odd = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9.wav"))  # Latin-1 bytes, not UTF-8
     shutil.copy(LIBRIVOX[0], odd)
-    assert load_audio(odd).num_samples == load_audio(LIBRIVOX[0]).num_samples
+    expected = load_audio(LIBRIVOX[0]).num_samples
+    assert load_audio(odd).num_samples == expected
+    from voicehub.core import audio_file_info, iter_audio_blocks  # the streaming readers too
+
+    assert audio_file_info(odd).num_frames == expected
+    assert sum(block.size for block in iter_audio_blocks(odd, block_samples=4000)) == expected
     odd.write_bytes(b"RIFF")
     with pytest.raises(AudioError) as caught:
         load_audio(odd)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from voicehub.core._paths import display_path, utf8_name
 from voicehub.core.errors import AudioDecodeError
 
 _LOG = logging.getLogger("voicehub.core.audio")
@@ -53,7 +54,7 @@ class FFmpegAudio:
             AudioDecodeError: naming the file; when PyAV is not installed, naming the extra that
                 installs it; when FFmpeg cannot open it either, with both decoders' reasons.
         """
-        self._name = name = str(file)
+        self._name = name = display_path(file)
         self._detail = libsndfile_detail
         try:
             import av
@@ -74,14 +75,17 @@ class FFmpegAudio:
             ) from libsndfile_error
         self._av: Any = av
         _LOG.debug("%s: libsndfile cannot read it (%s); decoding through FFmpeg (PyAV)", name, libsndfile_detail)
+        # A non-UTF-8 name cannot be handed to FFmpeg as text: it gets the open file instead.
+        self._file = None if utf8_name(file) else file.open("rb")
         try:
-            self._container: Any = av.open(name, mode="r")
+            self._container: Any = av.open(str(file) if self._file is None else self._file, mode="r")
         except (av.error.FFmpegError, OSError, ValueError) as err:
+            self._close_file()
             raise self._failure(err) from err
         streams = self._container.streams.audio
         if not streams:
             others = len(self._container.streams)
-            self._container.close()
+            self.close()
             raise AudioDecodeError(
                 f"{name}: holds no audio stream (libsndfile: {libsndfile_detail}; FFmpeg found {others} other "
                 f"stream(s))",
@@ -91,7 +95,7 @@ class FFmpegAudio:
         self.sample_rate = int(stream.sample_rate or 0)
         self.num_channels = int(stream.channels or 0)
         if self.sample_rate <= 0:
-            self._container.close()
+            self.close()
             raise AudioDecodeError(f"{name}: FFmpeg reports no sample rate for its audio stream", source=name)
         if stream.duration is not None and stream.time_base:
             seconds = float(stream.duration * stream.time_base)
@@ -99,9 +103,14 @@ class FFmpegAudio:
             seconds = float(self._container.duration or 0) / av.time_base
         self.num_frames = max(0, round(seconds * self.sample_rate))
 
+    def _close_file(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
     def _failure(self, err: Exception) -> AudioDecodeError:
+        reason = getattr(err, "strerror", None) or str(err)  # FFmpeg's reason, without the path it appends
         return AudioDecodeError(
-            f"{self._name}: cannot decode as audio (libsndfile: {self._detail}; FFmpeg: {err}); expected WAV, FLAC, "
+            f"{self._name}: cannot decode as audio (libsndfile: {self._detail}; FFmpeg: {reason}); expected WAV, FLAC, "
             f"OGG, MP3, M4A, WebM or another format FFmpeg reads; {RAW_PCM_HINT}",
             source=self._name,
         )
@@ -138,8 +147,9 @@ class FFmpegAudio:
             yield np.ascontiguousarray(np.concatenate(pending, axis=1).T)
 
     def close(self) -> None:
-        """Close the container."""
+        """Close the container (and the file object of a non-UTF-8 name)."""
         self._container.close()
+        self._close_file()
 
     def __enter__(self) -> FFmpegAudio:
         return self

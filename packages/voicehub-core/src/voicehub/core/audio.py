@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from voicehub.core._ffmpeg import AV_INSTALL_HINT, FFMPEG_SUFFIXES, RAW_PCM_HINT, decode_with_ffmpeg
+from voicehub.core._paths import display_path, utf8_name
 from voicehub.core._wave_header import riff_truncation
 from voicehub.core.errors import AudioDecodeError, AudioError, SampleRateError
 from voicehub.core.files import atomic_write
@@ -325,25 +326,6 @@ def _downmix(data: npt.NDArray[Any], source: str) -> FloatArray:
     return mixed
 
 
-def display_path(path: str | os.PathLike[str]) -> str:
-    """``path`` as printable text: bytes of a non-UTF-8 file name appear as ``\\xff`` escapes.
-
-    A name that is not valid UTF-8 reaches Python as surrogate escapes, which cannot be printed
-    or encoded; messages name the file with this instead.
-    """
-    text = os.fspath(path)
-    raw = os.fsencode(text) if isinstance(text, str) else text
-    return raw.decode("utf-8", errors="backslashreplace")
-
-
-def _utf8_name(path: Path) -> bool:
-    try:
-        os.fspath(path).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _special_kind(path: Path) -> str | None:
     """``"a pipe or FIFO"``, ``"a character device"``... for a special file; ``None`` for a regular file."""
     import stat
@@ -404,20 +386,20 @@ def _check_audio_file(path: str | os.PathLike[str]) -> Path:
     return file
 
 
-def _detail(err: Exception) -> str:
-    """libsndfile's reason, without the file name it prefixes."""
-    return str(err).split(":", 1)[-1].strip() or "unknown error"
+def _detail(err: Exception, file: Path) -> str:
+    """Why libsndfile refused ``file``, in words that fit: its "not a regular file (possibly a pipe?)"
+    for random bytes in a regular file says that the content is no audio format it knows."""
+    detail = str(err).split(":", 1)[-1].strip() or "unknown error"
+    if "regular file" in detail or "pipe" in detail or "Format not recognised" in detail:
+        hint = f", whatever its {file.suffix} suffix says" if file.suffix else ""
+        return f"the content is not in any audio format libsndfile recognises{hint}"
+    return detail
 
 
 def _libsndfile_error(name: str, err: Exception) -> AudioDecodeError:
     """The named error for a file libsndfile refused; content that is no audio at all is said so plainly."""
-    detail = _detail(err)
-    if "regular file" in detail or "pipe" in detail or "Format not recognised" in detail:
-        suffix = Path(name).suffix
-        hint = f", whatever its {suffix} suffix says" if suffix else ""
-        detail = f"the content is not in any audio format libsndfile recognises{hint}; is it really audio?"
-    else:
-        detail = f"libsndfile: {detail}"
+    detail = _detail(err, Path(name))
+    detail = f"{detail}; is it really audio?" if detail.startswith("the content") else f"libsndfile: {detail}"
     return AudioDecodeError(
         f"{name}: cannot decode as audio ({detail}); expected WAV, FLAC, OGG, MP3 or "
         f"another format libsndfile reads; {RAW_PCM_HINT}",
@@ -435,13 +417,13 @@ def _decode_frames(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
         with contextlib.ExitStack() as stack:
             # A name that is not valid UTF-8 cannot be passed to libsndfile's C API: such a file is
             # opened here and handed over as a file object.
-            source: Any = str(file) if _utf8_name(file) else stack.enter_context(file.open("rb"))
+            source: Any = str(file) if utf8_name(file) else stack.enter_context(file.open("rb"))
             handle = stack.enter_context(soundfile.SoundFile(source))
             declared = handle.frames
             data = handle.read(dtype="float32", always_2d=True)
             sample_rate = int(handle.samplerate)
     except soundfile.LibsndfileError as err:
-        return decode_with_ffmpeg(file, libsndfile_detail=_detail(err), libsndfile_error=err)
+        return decode_with_ffmpeg(file, libsndfile_detail=_detail(err, file), libsndfile_error=err)
     except (RuntimeError, TypeError, ValueError, OSError) as err:
         raise AudioDecodeError(f"{name}: cannot decode as audio ({err})", source=name) from err
     if data.shape[0] == 0:

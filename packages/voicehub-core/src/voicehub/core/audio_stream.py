@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from voicehub.core._ffmpeg import FFmpegAudio
+from voicehub.core._paths import utf8_name
 from voicehub.core.audio import (
     FloatArray,
     _check_audio_file,
@@ -62,9 +63,13 @@ def audio_file_info(path: str | os.PathLike[str]) -> AudioFileInfo:
 
     file = _check_audio_file(path)
     try:
-        info = soundfile.info(str(file))
+        if utf8_name(file):
+            info = soundfile.info(str(file))
+        else:  # libsndfile's C API cannot be handed such a name: read the header through a file object
+            with file.open("rb") as handle, soundfile.SoundFile(handle) as opened:
+                info = opened
     except soundfile.LibsndfileError as err:
-        with FFmpegAudio(file, libsndfile_detail=_detail(err), libsndfile_error=err) as audio:
+        with FFmpegAudio(file, libsndfile_detail=_detail(err, file), libsndfile_error=err) as audio:
             return AudioFileInfo(
                 path=file, sample_rate=audio.sample_rate, num_channels=audio.num_channels, num_frames=audio.num_frames
             )
@@ -79,6 +84,12 @@ def _padded(blocks: Iterator[FloatArray], num_channels: int) -> Iterator[FloatAr
     """``blocks``, then an empty block, so a reader that stops at the first short block always stops."""
     yield from blocks
     yield np.zeros((0, num_channels), dtype=np.float32)
+
+
+def _reads(handle: Any, block_samples: int) -> Iterator[FloatArray]:
+    """Blocks of float32 (frames, channels) from an open ``soundfile.SoundFile``, forever (empty at the end)."""
+    while True:
+        yield handle.read(block_samples, dtype="float32", always_2d=True)
 
 
 def iter_audio_blocks(
@@ -115,13 +126,14 @@ def iter_audio_blocks(
     try:
         with contextlib.ExitStack() as stack:
             try:
-                handle = stack.enter_context(soundfile.SoundFile(name))
+                source: Any = str(file) if utf8_name(file) else stack.enter_context(file.open("rb"))
+                handle = stack.enter_context(soundfile.SoundFile(source))
                 declared, rate = handle.frames, int(handle.samplerate)
-                reads: Iterator[FloatArray] = iter(
-                    lambda: handle.read(block_samples, dtype="float32", always_2d=True), None
-                )
+                reads: Iterator[FloatArray] = _reads(handle, block_samples)
             except soundfile.LibsndfileError as err:  # FFmpeg reads it, or says why not
-                ffmpeg = stack.enter_context(FFmpegAudio(file, libsndfile_detail=_detail(err), libsndfile_error=err))
+                ffmpeg = stack.enter_context(
+                    FFmpegAudio(file, libsndfile_detail=_detail(err, file), libsndfile_error=err)
+                )
                 declared, rate = 0, ffmpeg.sample_rate  # a container's duration is approximate
                 reads = _padded(ffmpeg.blocks(block_samples), ffmpeg.num_channels)
             resampler: Any = None
