@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from voicehub.core.device import DeviceLike, DTypeLike, normalize_device, normalize_dtype
-from voicehub.core.errors import DeviceError, UnknownModelError
+from voicehub.core.errors import DeviceError, UnknownNameError
 from voicehub.core.lazy import resolve_reference
 from voicehub.core.tasks import SpeechTask
 from voicehub.registry._base import _NamedRegistry, normalize_name, normalize_names
@@ -74,7 +74,7 @@ class ArchitectureSpec:
                 "dtypes",
                 tuple(dict.fromkeys(normalize_dtype(d).value for d in _tags(self.dtypes, "dtypes"))),
             )
-        except (UnknownModelError, DeviceError) as err:
+        except (UnknownNameError, DeviceError) as err:
             raise SpecError(f"architecture {key!r}: {err}", field="tasks/devices/dtypes") from err
         if "auto" in self.devices or "auto" in self.dtypes:
             raise SpecError(f"architecture {key!r}: list concrete devices and dtypes, not 'auto'", field="devices")
