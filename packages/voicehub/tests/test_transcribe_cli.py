@@ -88,10 +88,23 @@ def test_transcribe_raw_pcm_needs_its_rate(tmp_path: Path) -> None:
 
 def test_transcribe_reports_bad_options_and_undecodable_files(tmp_path: Path) -> None:
     bad_beam = CliRunner().invoke(main, ["transcribe", str(CLIP_0930), "--beam-size", "0", "-o", str(tmp_path)])
-    assert bad_beam.exit_code == 1 and "beam_size" in bad_beam.output
+    assert bad_beam.exit_code == 2 and "--beam-size 0:" in bad_beam.output  # the flag, not the Python name
+    assert "transcribe()" not in bad_beam.output
     junk = tmp_path / "junk.wav"
     junk.write_bytes(b"not audio at all")
     result = CliRunner().invoke(main, ["transcribe", str(junk), str(CLIP_0930), "-o", str(tmp_path), "--no-progress"])
     assert result.exit_code == 1
     assert "junk.wav" in result.output and TEXT_0930 in result.output
     assert not (tmp_path / "junk.txt").exists() and (tmp_path / f"{CLIP_0930.stem}.txt").is_file()
+
+
+def test_transcribe_takes_globs_logs_a_missing_file_and_keeps_the_others(tmp_path: Path) -> None:
+    pattern = str(DATA / "librivox" / "*-093[0].wav")
+    missing = tmp_path / "gone.wav"
+    result = CliRunner().invoke(main, ["transcribe", pattern, str(missing), "-o", str(tmp_path), "--no-progress"])
+    assert result.exit_code == 1
+    assert TEXT_0930 in result.stdout and "gone.wav" not in result.stdout
+    assert "gone.wav" in result.stderr  # logged as an error, on stderr
+    assert (tmp_path / f"{CLIP_0930.stem}.txt").read_text(encoding="utf-8").strip() == TEXT_0930
+    twice = CliRunner().invoke(main, ["transcribe", "-", "-", "-o", str(tmp_path)], input=b"")
+    assert twice.exit_code == 2 and "only once" in twice.output

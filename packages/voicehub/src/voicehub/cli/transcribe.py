@@ -4,6 +4,7 @@ openai-whisper command line (txt, json, srt, vtt, tsv)."""
 from __future__ import annotations
 
 import io
+import logging
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -11,7 +12,16 @@ from typing import Any
 
 import click
 
-from voicehub.cli._inputs import SAMPLE_RATE_HELP, audio_input, check_raw_inputs, cli_model_type, default_model_help
+from voicehub.cli._inputs import (
+    SAMPLE_RATE_HELP,
+    audio_input,
+    check_raw_inputs,
+    cli_model_type,
+    default_model_help,
+    expand_audio_inputs,
+    resolve_cli_options,
+)
+from voicehub.cli._options import CommonOptions, common_options
 from voicehub.cli.vad import rttm_file_ids
 from voicehub.core import strict_json
 from voicehub.core.audio import RAW_PCM_SUFFIXES, AudioLike
@@ -20,11 +30,14 @@ from voicehub.core.files import atomic_write, check_output_directory
 from voicehub.core.outputs import ASROutput
 from voicehub.core.tasks import SpeechTask
 
-AUDIO_SUFFIXES = (".wav", ".flac", ".ogg", ".opus", ".mp3", ".aiff", ".aif", *RAW_PCM_SUFFIXES)
-"""Files a directory argument contributes (by suffix, case-insensitive, searched recursively)."""
+_LOG = logging.getLogger(__name__)
 
 STDIN = "-"
-"""The argument naming standard input (any format libsndfile reads; outputs are named ``stdin``)."""
+"""The argument naming audio on standard input (any format libsndfile reads; outputs are named ``stdin``).
+
+Unlike ``vad`` and ``embed``, where ``-`` reads a list of paths, ``transcribe -`` reads the audio
+itself, as a pipe from a recorder or ``ffmpeg ... -f wav -`` would give it.
+"""
 
 
 # --------------------------------------------------------------------------- formats
@@ -82,25 +95,21 @@ FORMATS: dict[str, Callable[[ASROutput], str]] = {
 
 # --------------------------------------------------------------------------- inputs
 def expand_inputs(arguments: Sequence[str]) -> list[Path]:
-    """Files of the arguments: a file as given, a directory's audio files (sorted, recursive), ``-`` kept.
+    """Files of the arguments, as :func:`~voicehub.cli._inputs.expand_audio_inputs` expands them, ``-`` kept.
+
+    ``-`` stands for audio on standard input, at its place in the order, once.
 
     Raises:
-        click.UsageError: for a missing path or a directory without audio files.
+        click.UsageError: for ``-`` given twice, a glob that matches nothing or a directory without
+            audio files.
     """
+    if sum(argument == STDIN for argument in arguments) > 1:
+        raise click.UsageError("'-' (audio from standard input) can be given only once")
     files: list[Path] = []
     for argument in arguments:
-        path = Path(argument)
-        if argument == STDIN:
-            files.append(path)
-        elif path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in AUDIO_SUFFIXES)
-            if not found:
-                raise click.UsageError(f"{path} holds no audio files ({', '.join(AUDIO_SUFFIXES)})")
-            files.extend(found)
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise click.UsageError(f"{path}: no such file or directory")
+        for path in [Path(STDIN)] if argument == STDIN else expand_audio_inputs([argument]):
+            if path not in files:
+                files.append(path)
     return files
 
 
@@ -146,10 +155,15 @@ def _text_writer(text: str) -> Callable[[Path], None]:
     return write
 
 
+TRANSCRIBE_INPUTS_HELP = (
+    "INPUT is an audio file (wav, flac, ogg, mp3; m4a, mp4, webm with voicehub[av]), a directory (searched "
+    "recursively for audio files), a quoted glob ('clips/*.wav'), or - for audio piped on standard input."
+)
+
 _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
 
 
-@click.command("transcribe")
+@click.command("transcribe", epilog=TRANSCRIBE_INPUTS_HELP)
 @click.argument("inputs", nargs=-1, required=True, metavar="FILE|DIR|-...")
 @click.option(
     "--model",
@@ -187,9 +201,8 @@ _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
     show_default=True,
     help="Directory the transcripts are written to (<name>.<format>; created if missing).",
 )
-@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:N or mps.")
 @click.option("--sample-rate", type=int, default=None, metavar="HZ", help=SAMPLE_RATE_HELP)
-@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: on for several files).")
+@common_options
 def transcribe_command(
     inputs: tuple[str, ...],
     model_type: str | None,
@@ -203,9 +216,8 @@ def transcribe_command(
     vad: bool | None,
     output_format: str,
     output_dir: Path,
-    device: str,
     sample_rate: int | None,
-    progress: bool | None,
+    common: CommonOptions,
 ) -> None:
     """Transcribe FILE|DIR|-... (audio files, directories of them, or - for standard input).
 
@@ -234,19 +246,18 @@ def transcribe_command(
     try:
         directory = check_output_directory(output_dir, what="--output-dir")
         model_type = cli_model_type(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION, model_type, source)
-        model = AutoModelForSpeechRecognition.from_pretrained(source, model_type=model_type, device=device)
-        options = model.resolve_options(**overrides)  # refuse bad options before decoding anything
+        model = AutoModelForSpeechRecognition.from_pretrained(source, model_type=model_type, device=common.device)
+        options = resolve_cli_options(model, overrides, {})  # bad options: a usage error naming the flag
         model.load()
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
     names = rttm_file_ids([f if str(f) != STDIN else Path("stdin") for f in files])
     durations = [_duration_s(f, sample_rate) for f in files]
-    show_progress = progress if progress is not None else len(files) > 1
     from tqdm import tqdm
 
     failures: list[str] = []
     with tqdm(
-        total=round(sum(durations), 2), unit="s", desc="transcribe", disable=not show_progress, file=sys.stderr
+        total=round(sum(durations), 2), unit="s", desc="transcribe", disable=not common.show_progress(), file=sys.stderr
     ) as bar:
         for index, (path, name, duration_s) in enumerate(zip(files, names, durations, strict=True)):
             bar.set_postfix_str(f"file {index + 1}/{len(files)}")
@@ -262,12 +273,11 @@ def transcribe_command(
             click.echo(f"{path}: {output.text}" if len(files) > 1 else output.text)
     if failures:
         for message in failures:
-            click.echo(f"Error: {message}", err=True)
+            _LOG.error("%s", message)
         raise click.exceptions.Exit(1)
 
 
 __all__ = [
-    "AUDIO_SUFFIXES",
     "FORMATS",
     "expand_inputs",
     "format_json",
