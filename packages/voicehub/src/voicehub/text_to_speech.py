@@ -116,7 +116,9 @@ class PreTrainedTTSModel(PreTrainedSpeechModel[ConfigT, OptionsT, RuntimeT]):
             candidates = list(output_path)
         else:
             if not isinstance(output_path, (str, os.PathLike)):
-                raise InferenceOptionError(f"generate(): output_path must be one path for one text, got {output_path!r}")
+                raise InferenceOptionError(
+                    f"generate(): output_path must be one path for one text, got {output_path!r}"
+                )
             candidates = [output_path]
         if len(candidates) != count or not all(isinstance(p, (str, os.PathLike)) for p in candidates):
             raise InferenceOptionError(

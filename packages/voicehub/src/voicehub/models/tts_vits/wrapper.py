@@ -134,7 +134,9 @@ class VITSTTSModel(PreTrainedTTSModel[TTSVITSConfig, TTSVITSOptions, VITSRuntime
     def _front_end(self, voice: PiperVoiceConfig) -> PiperTextFrontEnd:
         return PiperTextFrontEnd(voice, normalize=self.config.normalize, on_unknown=self.config.on_unknown)
 
-    def _load_runtime(self, checkpoint: Path | None, *, device: Device, dtype: torch.dtype, training: bool) -> VITSRuntime:
+    def _load_runtime(
+        self, checkpoint: Path | None, *, device: Device, dtype: torch.dtype, training: bool
+    ) -> VITSRuntime:
         if checkpoint is None:
             raise CheckpointError(
                 f"{self.model_type} needs weights: pass a source (a Piper voice .onnx with its .onnx.json, a VITS "
@@ -291,12 +293,11 @@ class VITSTTSModel(PreTrainedTTSModel[TTSVITSConfig, TTSVITSOptions, VITSRuntime
 
     def _generate(self, runtime: VITSRuntime, texts: Sequence[str], options: TTSVITSOptions) -> list[TTSOutput]:
         settings = self._settings(runtime, options)
-        sentences = [
-            sentence for t, text in enumerate(texts) for sentence in self._split(runtime, text, t, settings)
-        ]
+        sentences = [sentence for t, text in enumerate(texts) for sentence in self._split(runtime, text, t, settings)]
         audio = self._synthesize(runtime, sentences)
         return [
-            self._output(runtime, text, [a for a in audio if a.sentence.text_index == t]) for t, text in enumerate(texts)
+            self._output(runtime, text, [a for a in audio if a.sentence.text_index == t])
+            for t, text in enumerate(texts)
         ]
 
     def _split(self, runtime: VITSRuntime, text: str, text_index: int, settings: _Settings) -> list[_Sentence]:
