@@ -11,7 +11,16 @@ ARCHITECTURE = ArchitectureSpec(
     tasks=(SpeechTask.TEXT_TO_SPEECH,),
     devices=("cpu",),
     dtypes=("float32",),
-    features=("batched-inference", "streaming", "phoneme-durations", "multi-speaker", "seeded-noise"),
+    # bfloat16-unsafe: the graph draws its noise and builds its masks in float32 inside forward(), so a
+    # bfloat16 cast of the weights fails on mixed dtypes; the dtype pass reports not-applicable.
+    features=(
+        "batched-inference",
+        "streaming",
+        "phoneme-durations",
+        "multi-speaker",
+        "seeded-noise",
+        "bfloat16-unsafe",
+    ),
     optimization_passes=("eval-mode", "inference-mode", "threads"),
     sample_rates=(16000, 22050),
     aliases=("piper",),
