@@ -46,7 +46,8 @@ _FLAGS = {
 
 def pcm16(audio: np.ndarray) -> bytes:
     """Float samples in [-1, 1] as 16-bit little-endian PCM bytes (clipped, rounded)."""
-    return (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2").tobytes()
+    samples: np.ndarray = (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2")
+    return samples.tobytes()
 
 
 def _read_text(text: str | None, text_file: str | None) -> str:
