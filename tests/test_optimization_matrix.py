@@ -31,7 +31,7 @@ import torch
 import voicehub
 from voicehub.core import strict_json
 from voicehub.core.errors import CheckpointError, LifecycleError
-from voicehub.core.outputs import ASROutput, SpeakerOutput, VADOutput
+from voicehub.core.outputs import ASROutput, SpeakerOutput, TTSOutput, VADOutput
 from voicehub.core.strict_json import JSONValue
 from voicehub.core.tasks import SpeechTask
 from voicehub.optimization import (
@@ -53,6 +53,7 @@ DATA = Path(__file__).resolve().parent / "data"
 VAD_AUDIO = DATA / "silero" / "test.wav"  # 60 s of English speech, 16 kHz (silero-vad sources, MIT)
 SV_AUDIO = DATA / "librivox" / "sense_and_sensibility_01_austen_64kb-0870.wav"  # one LibriVox reader
 ASR_AUDIO = DATA / "librivox" / "sense_and_sensibility_01_austen_64kb-0920.wav"  # 20 words, 6.6 s
+TTS_TEXT = "The quick brown fox jumps over the lazy dog."  # 9 words, ~2.5 s
 ALLOWED_OUTCOMES = {"configured", "not-applicable", "quantized", "eager-fallback"}
 
 MODEL_TYPES = tuple(spec.model_type for spec in voicehub.list_model_specs())
@@ -63,16 +64,19 @@ PASS_NAMES = OPTIMIZATION_PASSES.list()
 @dataclass(frozen=True)
 class Tolerance:
     """How far a pass may move a task output: VAD probability, SV cosine distance, VAD boundary (s),
-    ASR words changed (edits against the reference transcript, in words) and segment times (s)."""
+    ASR words changed (edits against the reference transcript, in words), segment times (s), and the
+    TTS waveform (max absolute sample difference; ``None``: compared by what the default ASR hears,
+    within ``word_edits``, since a lossy pass may move a phoneme's rounded duration by a frame)."""
 
     probability: float
     cosine_distance: float
     boundary_s: float = 0.1
     word_edits: int = 2
     timestamp_s: float = 0.5
+    waveform: float | None = None
 
 
-EXACT = Tolerance(probability=1e-5, cosine_distance=1e-6, boundary_s=0.0, word_edits=0, timestamp_s=1e-6)
+EXACT = Tolerance(probability=1e-5, cosine_distance=1e-6, boundary_s=0.0, word_edits=0, timestamp_s=1e-6, waveform=1e-4)
 LOSSY = Tolerance(probability=0.15, cosine_distance=0.01)
 TOLERANCES: Mapping[str, Tolerance] = {
     "eval-mode": EXACT,
@@ -134,10 +138,46 @@ def _compare_asr(reference: ASROutput, output: ASROutput, tolerance: Tolerance) 
         assert tolerance is not EXACT, "an exact pass changed the segments"
 
 
+def _tts_probe(model: Any) -> TTSOutput:
+    # Noise off: the output is a function of the weights alone (no seed to keep in step).
+    out = model.generate(TTS_TEXT, seed=0, noise_scale=0.0, noise_w=0.0)
+    assert isinstance(out, TTSOutput) and out.duration_s > 1.0
+    return out
+
+
+@functools.cache
+def _heard(audio: bytes, sample_rate: int) -> str:
+    """What the default ASR (loaded once, no plan active) transcribes in TTS audio, normalised."""
+    from voicehub.core import load_audio
+
+    asr = voicehub.AutoModel.from_pretrained(model_type="asr_whisper", device="cpu")
+    waveform = load_audio((np.frombuffer(audio, dtype=np.float32), sample_rate), target_sample_rate=16000)
+    text = asr.transcribe(waveform, language="en", temperature=0.0).text
+    return " ".join(re.sub(r"[^\w\s']", " ", text.lower()).split())
+
+
+def _compare_tts(reference: TTSOutput, output: TTSOutput, tolerance: Tolerance) -> None:
+    assert output.sample_rate == reference.sample_rate
+    if tolerance.waveform is not None:
+        assert output.audio.shape == reference.audio.shape
+        difference = float(np.abs(output.audio - reference.audio).max())
+        assert difference <= tolerance.waveform, f"max waveform difference {difference}"
+        return
+    import jiwer
+
+    assert abs(output.duration_s - reference.duration_s) <= 0.1 * reference.duration_s
+    expected = " ".join(re.sub(r"[^\w\s']", " ", TTS_TEXT.lower()).split())
+    assert _heard(reference.audio.tobytes(), reference.sample_rate) == expected
+    heard = _heard(output.audio.tobytes(), output.sample_rate)
+    edits = jiwer.process_words(expected, heard)
+    assert edits.substitutions + edits.deletions + edits.insertions <= tolerance.word_edits, heard
+
+
 PROBES: Mapping[SpeechTask, tuple[Callable[[Any], Any], Callable[[Any, Any, Tolerance], None]]] = {
     SpeechTask.VOICE_ACTIVITY_DETECTION: (_vad_probe, _compare_vad),
     SpeechTask.SPEAKER_VERIFICATION: (_sv_probe, _compare_sv),
     SpeechTask.AUTOMATIC_SPEECH_RECOGNITION: (_asr_probe, _compare_asr),
+    SpeechTask.TEXT_TO_SPEECH: (_tts_probe, _compare_tts),
 }
 
 

@@ -207,9 +207,17 @@ def test_task_factory_lists_only_its_own_task_for_an_unknown_model_type() -> Non
 def test_a_task_without_models_says_so_and_lists_the_tasks_that_have_some() -> None:
     from voicehub import pipeline
     from voicehub.errors import NoModelForTaskError
+    from voicehub.registry import MODEL_CATALOG
 
-    assert not voicehub.list_model_specs("tts")
-    with pytest.raises(NoModelForTaskError) as info:
-        pipeline("tts")
+    # Every task has a model now: take the only TTS model out for the duration of the test.
+    assert [s.model_type for s in voicehub.list_model_specs("tts")] == ["tts_vits"]
+    spec = MODEL_CATALOG.unregister("tts_vits")
+    try:
+        assert not voicehub.list_model_specs("tts")
+        with pytest.raises(NoModelForTaskError) as info:
+            pipeline("tts")
+    finally:
+        MODEL_CATALOG.register(spec)
     assert str(info.value).startswith("no text-to-speech model is registered yet; tasks with models: asr, sv, vad")
     assert isinstance(info.value, UnknownModelError) and info.value.tasks_with_models == ("asr", "sv", "vad")
+    assert voicehub.get_model_spec("piper").model_type == "tts_vits"

@@ -277,12 +277,14 @@ class TTSOutput:
         sample_rate: rate in Hz.
         text: the input text.
         metadata: strict-JSON model details (voice, phonemes...).
+        path: the file the audio was written to, when the caller asked for one; ``None`` otherwise.
     """
 
     audio: npt.NDArray[np.float32]
     sample_rate: int
     text: str = ""
     metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    path: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.audio, np.ndarray) or self.audio.ndim != 1 or self.audio.dtype != np.float32:
@@ -291,6 +293,8 @@ class TTSOutput:
             raise OutputValidationError("TTSOutput.audio holds non-finite samples")
         if not isinstance(self.sample_rate, int) or self.sample_rate <= 0:
             raise OutputValidationError(f"sample_rate must be a positive int in Hz, got {self.sample_rate!r}")
+        if self.path is not None and (not isinstance(self.path, str) or not self.path):
+            raise OutputValidationError(f"TTSOutput.path must be a non-empty string or None, got {self.path!r}")
         _metadata(self.metadata)
 
     @property

