@@ -11,6 +11,7 @@ BUILTIN_ARCHITECTURES: tuple[str, ...] = (
     "voicehub.architectures.ge2e.registration:ARCHITECTURE",
     "voicehub.architectures.xvector.registration:ARCHITECTURE",
     "voicehub.architectures.whisper.registration:ARCHITECTURE",
+    "voicehub.architectures.moonshine.registration:ARCHITECTURE",
 )
 """One reference per architecture family."""
 

@@ -15,6 +15,7 @@ BUILTIN_MODELS: tuple[str, ...] = (
     "voicehub.models.sv_xvector.registration:MODEL_SPEC",
     "voicehub.models.asr_whisper.registration:MODEL_SPEC",
     "voicehub.models.asr_whisper.registration:BASE_MODEL_SPEC",
+    "voicehub.models.asr_moonshine.registration:MODEL_SPEC",
 )
 """References to the built-in :class:`~voicehub.registry.ModelSpec` declarations, in listing order."""
 
