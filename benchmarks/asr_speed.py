@@ -51,7 +51,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 CLIPS = sorted((DATA / "librivox").glob("*.wav"))
@@ -221,7 +220,7 @@ def build_cases(args: argparse.Namespace) -> tuple[list[tuple[Case, Case | None]
             )
         )
         pairs.append((Case(f"clips {tag} one call", native_clips(native[compute], options, True), clips_s), None))
-        if args.long_modes == "all" or compute == "float32" and label == "greedy":
+        if args.long_modes == "all" or (compute == "float32" and label == "greedy"):
             pairs.append(
                 (
                     Case(f"60 s {tag} VAD-batched", native_long(native[compute], options), long.duration_s),
@@ -346,9 +345,8 @@ def main() -> None:
     record = {"settings": settings} | report(pairs, references)
     if args.memory:
         record["memory"] = _memory(args.threads)
-        print(
-            "\n| model (60 s file) | loaded RSS MB | peak RSS MB | peak above loaded MB | time s |\n|---|---|---|---|---|"
-        )
+        print("\n| model (60 s file) | loaded RSS MB | peak RSS MB | peak above loaded MB | time s |")
+        print("|---|---|---|---|---|")
         for row in record["memory"]:
             print(
                 f"| {row['model_type']} | {row['loaded_mb']:.0f} | {row['peak_mb']:.0f} | "

