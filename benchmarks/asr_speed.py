@@ -27,6 +27,9 @@ Cases, all English, temperature 0 only (no fallback) on both sides, no word time
   (``VmHWM``, reset through ``/proc/self/clear_refs`` after loading and a warm-up) minus the resident
   set after loading.
 
+``--cli-wait-policy`` instead times the whole ``voicehub transcribe`` command in fresh processes with
+``OMP_WAIT_POLICY=ACTIVE`` and ``PASSIVE`` alternating (the measurement behind the CLI default).
+
 ``--omp-passive`` sets ``OMP_WAIT_POLICY=PASSIVE`` before torch and CTranslate2 (both link libgomp)
 load, for both runtimes alike; the value in effect is printed either way.
 
@@ -46,6 +49,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -151,6 +155,40 @@ def _memory(threads: int) -> list[dict[str, Any]]:
             env=os.environ | {"HF_HUB_OFFLINE": "1"},
         )
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return rows
+
+
+def _cli_wait_policy(rounds: int, threads: int) -> list[dict[str, Any]]:
+    """``voicehub transcribe`` of the five clips and the 60 s file in fresh processes: OMP_WAIT_POLICY ACTIVE, PASSIVE.
+
+    Wall time of the whole command (start-up, loading and transcription), the two policies
+    alternating; the thread count is the process default (``OMP_NUM_THREADS`` unset) unless
+    ``threads`` > 0.
+    """
+    rows = []
+    inputs = [str(p) for p in CLIPS] + [str(LONG_FILE)]
+    for model_type in ("asr_whisper", "asr_moonshine"):
+        times: dict[str, list[float]] = {"ACTIVE": [], "PASSIVE": []}
+        for index in range(rounds):
+            for policy in ("ACTIVE", "PASSIVE") if index % 2 == 0 else ("PASSIVE", "ACTIVE"):
+                env = os.environ | {"HF_HUB_OFFLINE": "1", "OMP_WAIT_POLICY": policy}
+                if threads > 0:
+                    env["OMP_NUM_THREADS"] = str(threads)
+                with tempfile.TemporaryDirectory() as out:
+                    command = [sys.executable, "-m", "voicehub", "transcribe", *inputs, "--model", model_type]
+                    start = time.perf_counter()
+                    subprocess.run([*command, "-o", out, "--no-progress"], check=True, capture_output=True, env=env)
+                    times[policy].append(time.perf_counter() - start)
+        row: dict[str, Any] = {"model_type": model_type}
+        for policy, values in times.items():
+            row[policy] = {"min_s": min(values), "median_s": statistics.median(values)}
+        rows.append(row)
+        active = row["ACTIVE"]
+        print(
+            f"| voicehub transcribe --model {model_type} | {active['min_s']:.2f} / {active['median_s']:.2f} "
+            f"| {row['PASSIVE']['min_s']:.2f} / {row['PASSIVE']['median_s']:.2f} "
+            f"| {row['PASSIVE']['median_s'] / row['ACTIVE']['median_s']:.2f} |"
+        )
     return rows
 
 
@@ -302,6 +340,12 @@ def main() -> None:
     parser.add_argument("--long-modes", choices=("greedy-float32", "all"), default="all")
     parser.add_argument("--memory", action="store_true", help="also measure 60 s peak memory (fresh processes)")
     parser.add_argument("--json", type=Path, default=None, help="write the record to this file")
+    parser.add_argument(
+        "--cli-wait-policy",
+        action="store_true",
+        help="only time `voicehub transcribe` in fresh processes with OMP_WAIT_POLICY=ACTIVE vs PASSIVE",
+    )
+    parser.add_argument("--cli-threads", type=int, default=0, help="OMP_NUM_THREADS for --cli-wait-policy (0: unset)")
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.omp_passive:
@@ -309,6 +353,15 @@ def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.memory_child:
         _memory_child(args.memory_child, args.threads)
+        return
+    if args.cli_wait_policy:
+        print(f"load average {os.getloadavg()}")
+        print("| command (5 clips + 60 s file) | ACTIVE min / median s | PASSIVE min / median s | PASSIVE / ACTIVE |")
+        print("|---|---|---|---|")
+        record = {"cli_wait_policy": _cli_wait_policy(args.rounds, args.cli_threads)}
+        print(f"load average {os.getloadavg()}")
+        if args.json is not None:
+            args.json.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         return
     import torch
 
