@@ -12,6 +12,7 @@ BUILTIN_ARCHITECTURES: tuple[str, ...] = (
     "voicehub.architectures.xvector.registration:ARCHITECTURE",
     "voicehub.architectures.whisper.registration:ARCHITECTURE",
     "voicehub.architectures.vits.registration:ARCHITECTURE",
+    "voicehub.architectures.moonshine.registration:ARCHITECTURE",
 )
 """One reference per architecture family."""
 

@@ -14,6 +14,8 @@ A new command is a module here with one ``click`` command, added to :data:`main`
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from voicehub.cli.embed import embed_command
@@ -30,6 +32,12 @@ from voicehub.core.version import distribution_version
 @click.version_option(distribution_version("voicehub"), prog_name="voicehub")
 def main() -> None:
     """VoiceHub: speech models (TTS, ASR, VAD, speaker verification) behind one API."""
+    # Idle OpenMP threads sleep instead of spinning, unless the user chose otherwise. libgomp reads
+    # this when torch first loads it, which is after this point (no command imports torch at module
+    # level). Measured with `benchmarks/asr_speed.py --cli-wait-policy` on the 2-core shared machine
+    # (load average 6-12): `voicehub transcribe` of the five LibriVox clips and the 60 s file took
+    # 311 s median with ACTIVE and 91 s with PASSIVE (Whisper tiny.en, 3 runs each, alternating).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 main.add_command(models_command)

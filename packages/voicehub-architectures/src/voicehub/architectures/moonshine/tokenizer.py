@@ -90,6 +90,26 @@ class MoonshineTokenizer:
             )
         return cls(pieces)
 
+    def to_bytes(self) -> bytes:
+        """The table in ``tokenizer.bin`` layout, which :meth:`from_file` reads back.
+
+        Each entry is its length (one byte below 128; otherwise two bytes, ``128 + length % 128``
+        then ``length // 128``) followed by its bytes.
+
+        Raises:
+            CheckpointError: for an entry of 16384 bytes or more (the format cannot hold it).
+        """
+        out = bytearray()
+        for index, piece in enumerate(self.pieces):
+            length = len(piece)
+            if length >= 128 * 128:
+                raise CheckpointError(
+                    f"token {index}: {length} bytes; a tokenizer.bin entry holds at most {128 * 128 - 1}"
+                )
+            out += bytes([length]) if length < 128 else bytes([128 + length % 128, length // 128])
+            out += piece
+        return bytes(out)
+
     @property
     def vocab_size(self) -> int:
         """Entries in the table (32000 for base-en)."""

@@ -105,11 +105,14 @@ class DecoderState:
     def reorder(self, rows: Tensor) -> None:
         """Keep (and duplicate) rows of the self-attention cache: row ``i`` becomes old row ``rows[i]``.
 
-        Used by beam search; ``rows`` must keep each row within its audio window's group.
+        Used by beam search; ``rows`` must keep each row within its audio window's group. Only the
+        ``length`` valid positions are copied (in place), not the whole preallocated cache: a beam
+        step then moves ``length / text_context`` of the bytes a full copy would.
         """
+        valid = self.length
         for layer in self.layers:
-            layer.self_key = layer.self_key.index_select(0, rows)
-            layer.self_value = layer.self_value.index_select(0, rows)
+            layer.self_key[:, :, :valid] = layer.self_key[rows, :, :valid]
+            layer.self_value[:, :, :valid] = layer.self_value[rows, :, :valid]
 
 
 class SelfAttention(nn.Module):
