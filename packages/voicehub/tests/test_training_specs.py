@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from voicehub.core.lazy import resolve_reference
 from voicehub.models import load_builtin_models
 from voicehub.training import ModelTrainingSpec, SupportLevel, TrainingNotSupportedError, get_training_spec
 
@@ -16,7 +17,7 @@ def test_every_registered_model_declares_a_training_spec(model_type: str) -> Non
     assert isinstance(spec, ModelTrainingSpec) and spec.model_type == model_type
     if spec.trainable:
         assert spec.data is not None and spec.data.sample_rate > 0
-        assert spec.hooks is not None
+        assert spec.hooks is not None and callable(resolve_reference(spec.hooks))
 
 
 def test_training_spec_levels_of_the_builtin_models() -> None:

@@ -51,7 +51,7 @@ RNG_FILE = "rng.pt"
 STATE_FILE = "trainer_state.json"
 CHECKPOINT_DIR = "checkpoints"
 
-_NOT_PLAN = ("eval_every_steps", "checkpoint_every_steps", "keep_checkpoints")
+_NOT_PLAN = ("eval_every_steps", "checkpoint_every_steps", "checkpoint_at_end", "keep_checkpoints")
 """Settings a resumed run may change (they do not alter the trajectory)."""
 
 
@@ -72,6 +72,8 @@ class TrainerConfig(Config):
         warmup_steps: warm-up steps.
         eval_every_steps: evaluate every N steps (0: only at the end, when eval records are given).
         checkpoint_every_steps: checkpoint every N steps (0: only at the end or when stopped).
+        checkpoint_at_end: also checkpoint when the run ends or is stopped (off for smoke runs
+            whose model is exported with ``save_pretrained`` instead).
         keep_checkpoints: newest checkpoints kept (older ones are deleted after a save).
         seed: seeds the random streams and the data order.
         bucket_batches: global batches per length-sorting pool of the sampler.
@@ -93,6 +95,7 @@ class TrainerConfig(Config):
     warmup_steps: int = 0
     eval_every_steps: int = 0
     checkpoint_every_steps: int = 0
+    checkpoint_at_end: bool = True
     keep_checkpoints: int = 2
     seed: int = 0
     bucket_batches: int = 8
@@ -358,7 +361,7 @@ class Trainer:
                 for callback in self.callbacks:
                     callback.on_evaluate(self, evaluation)
             due = config.checkpoint_every_steps and self.state.step % config.checkpoint_every_steps == 0
-            if due or at_end or self._stop_reason is not None:
+            if due or (config.checkpoint_at_end and (at_end or self._stop_reason is not None)):
                 last_checkpoint = self._save(optimizer, scheduler)
         for callback in self.callbacks:
             callback.on_train_end(self)

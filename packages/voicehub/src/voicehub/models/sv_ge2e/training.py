@@ -13,6 +13,8 @@ TRAINING_SPEC = ModelTrainingSpec(
     family="speaker_classification",
     objective="additive_margin_softmax",
     data=DataContract(required_fields=(ManifestField.SPEAKER,), sample_rate=16000),
+    # The GE2E loss's similarity scale and bias: unused by the additive-margin softmax head.
+    frozen_parts=("similarity_",),
     checkpoint_kind="state_dict",
     export_path="save_pretrained",
     hooks="voicehub.models.sv_ge2e.training_hooks:GE2EEmbeddingHooks",
