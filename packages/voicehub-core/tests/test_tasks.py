@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voicehub.core import SpeechTask, UnknownModelError
+from voicehub.core import SpeechTask, UnknownTaskError
 
 
 @pytest.mark.parametrize(
@@ -22,5 +22,5 @@ def test_task_aliases_resolve(alias: str, task: SpeechTask) -> None:
 
 
 def test_unknown_task_lists_the_accepted_names() -> None:
-    with pytest.raises(UnknownModelError, match=r"unknown speech task 'diarization'; available: .*asr"):
+    with pytest.raises(UnknownTaskError, match=r"unknown speech task 'diarization'; available: .*asr"):
         SpeechTask.parse("diarization")

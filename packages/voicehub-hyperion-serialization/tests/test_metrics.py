@@ -16,6 +16,7 @@ from voicehub.hyperion.metrics import (
     compute_min_cllr,
     compute_min_dcf,
     det_curve,
+    det_plot_points,
     effective_prior,
     pav,
     plot_det,
@@ -131,3 +132,42 @@ def test_plot_det_gets_the_default_mode_and_writes_through_a_symlink(tmp_path: P
     assert real.stat().st_mode & 0o777 == 0o644
     with pytest.raises(HyperionFileError, match="is a directory"):
         plot_det(systems, tmp_path)
+
+
+def _diagonal_crossing(p_miss: np.ndarray, p_fa: np.ndarray) -> float:
+    """Where the polyline through the points, drawn on probit axes, crosses the diagonal, as a probability."""
+    from scipy.special import ndtri
+
+    y, x = ndtri(np.clip(p_miss, 1e-12, 1 - 1e-12)), ndtri(np.clip(p_fa, 1e-12, 1 - 1e-12))
+    gap = y - x  # negative before the crossing (p_miss small), positive after
+    on_diagonal = np.nonzero(gap == 0)[0]
+    if on_diagonal.size:
+        return float(ndtr(y[on_diagonal[0]]))
+    index = int(np.nonzero((gap[:-1] < 0) & (gap[1:] > 0))[0][0])
+    weight = gap[index] / (gap[index] - gap[index + 1])
+    return float(ndtr(y[index] + weight * (y[index + 1] - y[index])))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_det_plot_curve_crosses_the_diagonal_at_the_reported_eer(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    cases = [(TAR, NON), (rng.normal(2.0, 1.0, 40), rng.normal(0.0, 1.5, 300))]
+    for tar, non in cases:
+        eer = compute_eer(tar, non)
+        assert _diagonal_crossing(*det_plot_points(tar, non)) == pytest.approx(eer, abs=1e-9)
+    # The old drawing, straight probit-space lines between the hull vertices, misses it on small sets.
+    tar, non = cases[1]
+    assert abs(_diagonal_crossing(*rocch(tar, non)) - compute_eer(tar, non)) > 1e-4
+
+
+def test_det_plot_points_follow_the_hull_and_keep_its_vertices() -> None:
+    p_miss, p_fa = rocch(TAR, NON)
+    dense_miss, dense_fa = det_plot_points(TAR, NON, points_per_segment=8)
+    assert dense_miss.size >= 8 * (p_miss.size - 1) + 1
+    assert np.all(np.diff(dense_miss) >= 0) and np.all(np.diff(dense_fa) <= 0)
+    for miss, fa in zip(p_miss, p_fa, strict=True):
+        assert np.any((dense_miss == miss) & (dense_fa == fa))
+    steps = det_plot_points(TAR, NON, convex_hull=False)
+    np.testing.assert_array_equal(steps[0], det_curve(TAR, NON, convex_hull=False)[0])
+    with pytest.raises(HyperionInputError, match="points_per_segment must be at least 2"):
+        det_plot_points(TAR, NON, points_per_segment=1)

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from voicehub.core.errors import RegistryError, UnknownModelError
+from voicehub.core.errors import RegistryError, UnknownPassError
 from voicehub.core.strict_json import JSONValue
 from voicehub.optimization import (
     OPTIMIZATION_PASSES,
@@ -73,7 +73,7 @@ def test_registry_register_raises_on_duplicate_name_unless_exist_ok() -> None:
 def test_registry_create_unknown_name_lists_registered_names() -> None:
     registry = OptimizationPassRegistry()
     registry.register("noop", _NoOpPass)
-    with pytest.raises(UnknownModelError, match=r"unknown optimization pass 'nope'; available: noop"):
+    with pytest.raises(UnknownPassError, match=r"unknown optimization pass 'nope'; available: noop"):
         registry.create("nope")
 
 
@@ -142,3 +142,12 @@ def test_registration_calls_no_factory_until_a_pass_is_created() -> None:
     first: Any = registry.create("counted")
     second: Any = registry.create("counted")
     assert (first.level, second.level) == (1, 2)  # one fresh instance per plan
+
+
+def test_an_unknown_pass_is_a_pass_error_not_a_model_error() -> None:
+    from voicehub.core.errors import UnknownModelError, UnknownNameError
+
+    with pytest.raises(UnknownPassError) as caught:
+        OPTIMIZATION_PASSES.create("no-such-pass")
+    assert isinstance(caught.value, UnknownNameError) and isinstance(caught.value, KeyError)
+    assert not isinstance(caught.value, UnknownModelError)

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, TypeVar, overload
 import numpy as np
 
 from voicehub.audio_input import STREAM_BLOCK_S, STREAM_FILE_MIN_DURATION_S, PreTrainedAudioModel
-from voicehub.core.audio import AudioLike, Waveform, audio_file_info, check_sample_rate, is_raw_pcm, load_audio
+from voicehub.core.audio import AudioLike, Waveform, check_sample_rate, is_raw_pcm, load_audio
+from voicehub.core.audio_stream import audio_file_info
 from voicehub.core.config import Config
 from voicehub.core.device import Device, DeviceLike, DTypeLike
 from voicehub.core.errors import (

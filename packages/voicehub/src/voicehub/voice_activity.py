@@ -19,13 +19,12 @@ from voicehub.audio_input import STREAM_BLOCK_S, STREAM_FILE_MIN_DURATION_S, Pre
 from voicehub.core.audio import (
     AudioLike,
     Waveform,
-    audio_file_info,
     check_sample_rate,
     is_raw_pcm,
-    iter_audio_blocks,
     load_audio,
     load_audio_batch,
 )
+from voicehub.core.audio_stream import audio_file_info, iter_audio_blocks
 from voicehub.core.errors import AudioError, LifecycleError
 from voicehub.core.outputs import SpeechSegment, VADOutput
 from voicehub.core.tasks import SpeechTask

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 from voicehub.core import strict_json
 from voicehub.core.audio import (
-    AudioFileInfo,
     AudioLike,
     Waveform,
-    audio_file_info,
     check_sample_rate,
     decode_audio_file,
     is_raw_pcm,
-    iter_audio_blocks,
     load_audio,
     load_audio_batch,
     load_raw_pcm,
@@ -22,6 +19,7 @@ from voicehub.core.audio import (
     resample,
     save_audio,
 )
+from voicehub.core.audio_stream import AudioFileInfo, audio_file_info, iter_audio_blocks
 from voicehub.core.checkpoint import check_tensor_values, read_safetensors
 from voicehub.core.config import Config, Migration
 from voicehub.core.device import Device, DType, normalize_device, normalize_dtype, resolve_device, resolve_dtype
@@ -43,6 +41,9 @@ from voicehub.core.errors import (
     TaskMismatchError,
     UnknownConfigKeyError,
     UnknownModelError,
+    UnknownNameError,
+    UnknownPassError,
+    UnknownTaskError,
     VoiceHubError,
 )
 from voicehub.core.files import (
@@ -110,6 +111,9 @@ __all__ = [
     "TaskMismatchError",
     "UnknownConfigKeyError",
     "UnknownModelError",
+    "UnknownNameError",
+    "UnknownPassError",
+    "UnknownTaskError",
     "VADOutput",
     "VerificationOutput",
     "VoiceHubError",

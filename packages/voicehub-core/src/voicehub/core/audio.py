@@ -1,7 +1,9 @@
 """Audio input and output: decode any common format, downmix, resample, validate.
 
 Decoding uses libsndfile through ``soundfile`` (WAV, FLAC, OGG/Vorbis, OGG/Opus, MP3 and the
-other formats of libsndfile >= 1.1); resampling uses libsoxr through ``soxr`` (its "HQ"
+other formats of libsndfile >= 1.1); a file libsndfile cannot read (m4a/mp4/aac from phones, webm/mkv
+from video, wma...) is decoded through FFmpeg by PyAV (``av``, the optional ``voicehub[av]`` extra,
+imported only then); resampling uses libsoxr through ``soxr`` (its "HQ"
 quality: passband to 0.91 of Nyquist, stop-band attenuation about 130 dB per the libsoxr
 documentation). Every waveform leaving this module is mono float32 in [-1, 1] at a known
 sample rate in Hz, with finite samples.
@@ -21,19 +23,23 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from voicehub.core._ffmpeg import AV_INSTALL_HINT, FFMPEG_SUFFIXES, RAW_PCM_HINT, decode_with_ffmpeg
 from voicehub.core._wave_header import riff_truncation
-from voicehub.core.errors import AudioDecodeError, AudioError, SampleRateError, VoiceHubError
+from voicehub.core.errors import AudioDecodeError, AudioError, SampleRateError
 from voicehub.core.files import atomic_write
 
 FloatArray = npt.NDArray[np.float32]
+
+_LOG = logging.getLogger(__name__)
 
 MAX_CHANNELS = 32
 """Largest channel count accepted for a 2-D array; more suggests a transposed array."""
@@ -398,9 +404,14 @@ def _check_audio_file(path: str | os.PathLike[str]) -> Path:
     return file
 
 
+def _detail(err: Exception) -> str:
+    """libsndfile's reason, without the file name it prefixes."""
+    return str(err).split(":", 1)[-1].strip() or "unknown error"
+
+
 def _libsndfile_error(name: str, err: Exception) -> AudioDecodeError:
     """The named error for a file libsndfile refused; content that is no audio at all is said so plainly."""
-    detail = str(err).split(":", 1)[-1].strip() or "unknown error"
+    detail = _detail(err)
     if "regular file" in detail or "pipe" in detail or "Format not recognised" in detail:
         suffix = Path(name).suffix
         hint = f", whatever its {suffix} suffix says" if suffix else ""
@@ -409,118 +420,9 @@ def _libsndfile_error(name: str, err: Exception) -> AudioDecodeError:
         detail = f"libsndfile: {detail}"
     return AudioDecodeError(
         f"{name}: cannot decode as audio ({detail}); expected WAV, FLAC, OGG, MP3 or "
-        f"another format libsndfile reads; headerless PCM must be read into an array first",
+        f"another format libsndfile reads; {RAW_PCM_HINT}",
         source=name,
     )
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class AudioFileInfo:
-    """What an audio file's header says, read without decoding the samples.
-
-    Attributes:
-        path: the file.
-        sample_rate: its rate in Hz.
-        num_channels: channels per frame.
-        num_frames: frames the header declares (0 when the format does not record it, e.g. some MP3).
-    """
-
-    path: Path
-    sample_rate: int
-    num_channels: int
-    num_frames: int
-
-    @property
-    def duration_s(self) -> float:
-        """Declared duration in seconds."""
-        return self.num_frames / self.sample_rate
-
-
-def audio_file_info(path: str | os.PathLike[str]) -> AudioFileInfo:
-    """Read an audio file's header (rate, channels, declared frames).
-
-    Raises:
-        AudioDecodeError: for a missing, empty, truncated or undecodable file.
-    """
-    import soundfile
-
-    file = _check_audio_file(path)
-    try:
-        info = soundfile.info(str(file))
-    except soundfile.LibsndfileError as err:
-        raise _libsndfile_error(str(file), err) from err
-    except (RuntimeError, TypeError, ValueError) as err:
-        raise AudioDecodeError(f"{file}: cannot decode as audio ({err})", source=str(file)) from err
-    return AudioFileInfo(
-        path=file, sample_rate=int(info.samplerate), num_channels=int(info.channels), num_frames=int(info.frames)
-    )
-
-
-def iter_audio_blocks(
-    path: str | os.PathLike[str], *, block_samples: int, target_sample_rate: int | None = None
-) -> Iterator[FloatArray]:
-    """Decode, downmix, validate and resample a file block by block.
-
-    Memory is bounded by the block, not by the file: libsndfile decodes ``block_samples`` frames
-    at a time and a streaming libsoxr resampler (HQ) carries its filter state across blocks.
-    Concatenated, the blocks equal ``load_audio(path).samples`` (bit for bit without resampling;
-    with resampling, up to the float32 rounding of the streaming filter).
-
-    Args:
-        path: an audio file libsndfile reads.
-        block_samples: frames decoded at once (> 0), at the file's rate.
-        target_sample_rate: rate in Hz of the yielded samples; ``None`` keeps the file's rate.
-
-    Yields:
-        float32 mono blocks (num_samples,) in [-1, 1]; the last may be shorter (or, when
-        resampling, longer by the resampler's flushed tail).
-
-    Raises:
-        AudioDecodeError: for a missing, empty, truncated or undecodable file (a truncation
-            found at the end is raised after the decoded blocks).
-        AudioError: for non-finite or out-of-range samples.
-    """
-    import soundfile
-
-    if isinstance(block_samples, bool) or not isinstance(block_samples, int) or block_samples < 1:
-        raise AudioError(f"block_samples: expected a positive int, got {block_samples!r}", source=str(path))
-    file = _check_audio_file(path)
-    name = display_path(file)
-    decoded = 0
-    try:
-        with soundfile.SoundFile(name) as handle:
-            declared, rate = handle.frames, int(handle.samplerate)
-            resampler: Any = None
-            if target_sample_rate is not None and check_sample_rate(target_sample_rate, source=name) != rate:
-                import soxr
-
-                resampler = soxr.ResampleStream(rate, target_sample_rate, 1, dtype="float32", quality="HQ")
-            while True:
-                frames = handle.read(block_samples, dtype="float32", always_2d=True)
-                last = frames.shape[0] < block_samples
-                decoded += frames.shape[0]
-                if decoded == 0:
-                    raise AudioDecodeError(f"{name}: file holds no audio samples", source=name)
-                samples = _downmix(frames.T, name) if frames.shape[0] else np.zeros(0, dtype=np.float32)
-                if samples.size:
-                    _validate_samples(samples, name)
-                if resampler is not None:
-                    samples = np.asarray(resampler.resample_chunk(samples, last=last), dtype=np.float32)
-                if samples.size:
-                    yield np.ascontiguousarray(samples, dtype=np.float32)
-                if last:
-                    break
-    except VoiceHubError:
-        raise
-    except soundfile.LibsndfileError as err:
-        raise _libsndfile_error(name, err) from err
-    except (RuntimeError, TypeError, ValueError) as err:
-        raise AudioDecodeError(f"{name}: cannot decode as audio ({err})", source=name) from err
-    if 0 < declared != decoded and file.suffix.lower() not in {".mp3"}:
-        raise AudioDecodeError(
-            f"{name}: file is truncated: header declares {declared} frames, decoded {decoded}",
-            source=name,
-        )
 
 
 def _decode_frames(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
@@ -539,7 +441,7 @@ def _decode_frames(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
             data = handle.read(dtype="float32", always_2d=True)
             sample_rate = int(handle.samplerate)
     except soundfile.LibsndfileError as err:
-        raise _libsndfile_error(name, err) from err
+        return decode_with_ffmpeg(file, libsndfile_detail=_detail(err), libsndfile_error=err)
     except (RuntimeError, TypeError, ValueError, OSError) as err:
         raise AudioDecodeError(f"{name}: cannot decode as audio ({err})", source=name) from err
     if data.shape[0] == 0:
@@ -551,6 +453,12 @@ def _decode_frames(path: str | os.PathLike[str]) -> tuple[FloatArray, int]:
         )
     return data, sample_rate
 
+
+LIBSNDFILE_SUFFIXES = (".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".au", ".caf", ".w64")
+"""Suffixes of the audio files libsndfile decodes (the common ones; it reads more, by content)."""
+
+AUDIO_FILE_SUFFIXES = LIBSNDFILE_SUFFIXES + FFMPEG_SUFFIXES
+"""Suffixes taken as audio when a directory is searched for audio files (headerless PCM excluded)."""
 
 RAW_PCM_SUFFIXES = (".raw", ".pcm")
 """Suffixes of headerless PCM files, which carry no sample rate: :func:`load_raw_pcm` reads them."""
@@ -753,6 +661,10 @@ def save_audio(
 
 
 __all__ = [
+    "AUDIO_FILE_SUFFIXES",
+    "AV_INSTALL_HINT",
+    "FFMPEG_SUFFIXES",
+    "LIBSNDFILE_SUFFIXES",
     "MAX_CHANNELS",
     "MAX_FLOAT_PEAK",
     "MAX_SAMPLE_RATE",
@@ -760,17 +672,14 @@ __all__ = [
     "RAW_PCM_SUFFIXES",
     "UNAMBIGUOUS_PCM_DTYPES",
     "ArrayLike",
-    "AudioFileInfo",
     "AudioLike",
     "FloatArray",
     "TensorLike",
     "Waveform",
-    "audio_file_info",
     "check_sample_rate",
     "decode_audio_file",
     "display_path",
     "is_raw_pcm",
-    "iter_audio_blocks",
     "load_audio",
     "load_audio_batch",
     "load_raw_pcm",

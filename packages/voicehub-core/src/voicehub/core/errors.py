@@ -97,8 +97,10 @@ class OutputValidationError(VoiceHubError, ValueError):
     """A normalized output record (segments, timestamps, scores...) violates its invariants."""
 
 
-class UnknownModelError(VoiceHubError, KeyError):
-    """A model type, alias, pass or other registry key is not registered.
+class UnknownNameError(VoiceHubError, KeyError):
+    """A name looked up in a registry (model, architecture, pass, task...) is not registered.
+
+    Catch this for any unknown name; the subclasses say which registry it was.
 
     Attributes:
         name: the key that was looked up.
@@ -114,6 +116,24 @@ class UnknownModelError(VoiceHubError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class UnknownModelError(UnknownNameError):
+    """A model type, alias or architecture is not registered."""
+
+
+class UnknownPassError(UnknownNameError):
+    """An optimization pass name is not registered."""
+
+    def __init__(self, name: str, available: Iterable[str]):
+        super().__init__(name, available, kind="optimization pass")
+
+
+class UnknownTaskError(UnknownNameError):
+    """A speech task name or alias is not known."""
+
+    def __init__(self, name: str, available: Iterable[str]):
+        super().__init__(name, available, kind="speech task")
 
 
 class RegistryError(VoiceHubError, ValueError):
@@ -214,6 +234,9 @@ __all__ = [
     "TaskMismatchError",
     "UnknownConfigKeyError",
     "UnknownModelError",
+    "UnknownNameError",
+    "UnknownPassError",
+    "UnknownTaskError",
     "VoiceHubError",
     "check_flag",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from voicehub.core.errors import UnknownModelError
+from voicehub.core.errors import UnknownTaskError
 
 
 class SpeechTask(enum.StrEnum):
@@ -25,14 +25,14 @@ class SpeechTask(enum.StrEnum):
         """Accept a task, its canonical name or a common alias (``tts``, ``asr``, ``stt``, ``vad``, ``sv``).
 
         Raises:
-            UnknownModelError: (a ``KeyError``) listing the accepted names.
+            UnknownTaskError: (a ``KeyError``) listing the accepted names.
         """
         if isinstance(value, SpeechTask):
             return value
         key = str(value).strip().lower().replace("_", "-")
         task = _ALIASES.get(key)
         if task is None:
-            raise UnknownModelError(str(value), sorted(_ALIASES), kind="speech task")
+            raise UnknownTaskError(str(value), sorted(_ALIASES))
         return task
 
 

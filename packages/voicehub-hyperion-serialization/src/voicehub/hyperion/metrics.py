@@ -194,6 +194,49 @@ def det_curve(tar: Any, non: Any, *, convex_hull: bool = True) -> tuple[FloatVec
     return targets_left / t.size, (n.size - (left - targets_left)) / n.size
 
 
+def det_plot_points(
+    tar: Any, non: Any, *, convex_hull: bool = True, points_per_segment: int = 64
+) -> tuple[FloatVector, FloatVector]:
+    """The points through which a DET curve is drawn, in probability space, in order along the curve.
+
+    A straight ROC segment is not straight on probit axes, so joining the ROCCH vertices with
+    straight lines in probit space draws a curve that misses the EER. As BOSARIS does
+    (``rocch2det``: each hull segment sampled in the linear domain before the probit warp), every
+    hull segment is sampled at ``points_per_segment`` points, and the equal-error point of the
+    segment that crosses ``p_miss = p_fa`` is added exactly, so the drawn curve crosses the
+    diagonal at :func:`compute_eer`. With ``convex_hull=False`` the empirical step curve at every
+    threshold (:func:`det_curve`) is returned, joined by its vertical and horizontal steps as in
+    scikit-learn's ``DetCurveDisplay``.
+
+    Returns:
+        ``(p_miss, p_fa)``, each (num_points,).
+
+    Raises:
+        HyperionInputError: for an empty class or non-finite scores, or ``points_per_segment < 2``.
+    """
+    if points_per_segment < 2:
+        raise HyperionInputError(f"det_plot_points: points_per_segment must be at least 2, got {points_per_segment}")
+    p_miss, p_fa = det_curve(tar, non, convex_hull=convex_hull)
+    if not convex_hull:
+        return p_miss, p_fa
+    miss_parts: list[FloatVector] = []
+    fa_parts: list[FloatVector] = []
+    for index in range(p_miss.size - 1):
+        d_miss, d_fa = p_miss[index + 1] - p_miss[index], p_fa[index + 1] - p_fa[index]
+        steps = np.linspace(0.0, 1.0, points_per_segment, endpoint=False)
+        gap_start = p_miss[index] - p_fa[index]
+        gap_change = d_miss - d_fa
+        if gap_change != 0.0:
+            crossing = -gap_start / gap_change
+            if 0.0 < crossing < 1.0:  # this segment crosses p_miss = p_fa: add the equal-error point
+                steps = np.sort(np.append(steps, crossing))
+        miss_parts.append(p_miss[index] + steps * d_miss)
+        fa_parts.append(p_fa[index] + steps * d_fa)
+    miss_parts.append(p_miss[-1:])
+    fa_parts.append(p_fa[-1:])
+    return np.concatenate(miss_parts), np.concatenate(fa_parts)
+
+
 def plot_det(
     systems: Mapping[str, tuple[Any, Any]],
     path: str | os.PathLike[str],
@@ -209,7 +252,8 @@ def plot_det(
         path: output ``.png`` file, written atomically.
         title: optional plot title.
         limits: probability range of both axes.
-        convex_hull: draw ROCCH curves (``True``) or steppy curves.
+        convex_hull: draw ROCCH curves (``True``, each hull segment interpolated as in BOSARIS, so the
+            curve crosses the diagonal at the reported EER) or steppy curves (see :func:`det_plot_points`).
 
     Returns:
         The written path.
@@ -232,7 +276,7 @@ def plot_det(
     ax = fig.add_subplot(1, 1, 1)
     eps = 1e-12
     for label, (tar, non) in systems.items():
-        p_miss, p_fa = det_curve(tar, non, convex_hull=convex_hull)
+        p_miss, p_fa = det_plot_points(tar, non, convex_hull=convex_hull)
         eer = compute_eer(tar, non)
         ax.plot(
             ndtri(np.clip(p_fa, eps, 1 - eps)),
@@ -269,6 +313,7 @@ __all__ = [
     "compute_min_cllr",
     "compute_min_dcf",
     "det_curve",
+    "det_plot_points",
     "effective_prior",
     "pav",
     "plot_det",

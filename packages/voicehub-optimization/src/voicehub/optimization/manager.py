@@ -135,7 +135,7 @@ class OptimizationPassManager:
         Raises:
             OptimizationConfigurationError: for an empty or malformed plan, a pass named twice, or
                 an irreversible pass that is not the last one.
-            UnknownModelError: for an unregistered name, listing the registered ones.
+            UnknownPassError: for an unregistered name, listing the registered ones.
         """
         resolved: list[tuple[str, OptimizationPass]] = []
         for item in _plan_items(plan):

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Final, TypeVar, overload
 
-from voicehub.core.errors import RegistryError, UnknownModelError, VoiceHubError
+from voicehub.core.errors import RegistryError, UnknownPassError, VoiceHubError
 from voicehub.core.lazy import parse_reference, resolve_reference
 from voicehub.optimization.errors import OptimizationConfigurationError
 from voicehub.optimization.passes import OptimizationPass
@@ -99,13 +99,13 @@ class OptimizationPassRegistry:
         """Remove a registration.
 
         Raises:
-            UnknownModelError: (a ``KeyError``) if ``name`` is not registered, listing the names.
+            UnknownPassError: (a ``KeyError``) if ``name`` is not registered, listing the names.
         """
         key = _normalize_name(name)
         with self._lock:
             self._ensure_discovered()
             if key not in self._factories:
-                raise UnknownModelError(name, self._factories, kind="optimization pass")
+                raise UnknownPassError(name, self._factories)
             del self._factories[key]
 
     # ---------------------------------------------------------------- reading
@@ -126,7 +126,7 @@ class OptimizationPassRegistry:
         """The registered factory (a reference string stays unresolved).
 
         Raises:
-            UnknownModelError: if ``name`` is not registered, listing the registered names.
+            UnknownPassError: if ``name`` is not registered, listing the registered names.
         """
         key = name.strip().lower() if isinstance(name, str) else name
         with self._lock:
@@ -134,13 +134,13 @@ class OptimizationPassRegistry:
             try:
                 return self._factories[key]
             except KeyError:
-                raise UnknownModelError(str(name), self._factories, kind="optimization pass") from None
+                raise UnknownPassError(str(name), self._factories) from None
 
     def create(self, name: str) -> OptimizationPass:
         """Build a fresh, configured pass instance.
 
         Raises:
-            UnknownModelError: if ``name`` is not registered, listing the registered names.
+            UnknownPassError: if ``name`` is not registered, listing the registered names.
             OptimizationConfigurationError: if the factory cannot be imported, or returns
                 something that is not a valid :class:`OptimizationPass`.
         """

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from voicehub.core.errors import UnknownModelError, check_flag
+from voicehub.core.errors import UnknownModelError, UnknownTaskError, check_flag
 from voicehub.core.lazy import parse_reference, resolve_reference
 from voicehub.core.tasks import SpeechTask
 from voicehub.registry._base import _NamedRegistry, normalize_name, normalize_names
@@ -100,7 +100,7 @@ class ModelSpec:
         set_(self, "model_type", model_type)
         try:
             set_(self, "task", SpeechTask.parse(self.task))
-        except UnknownModelError as err:
+        except UnknownTaskError as err:
             raise SpecError(f"ModelSpec {model_type!r}: {err}", field="task") from err
         set_(self, "config", _reference(self.config, "config"))
         set_(self, "wrapper", _reference(self.wrapper, "wrapper"))

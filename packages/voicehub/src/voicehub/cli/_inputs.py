@@ -1,14 +1,24 @@
-"""Audio inputs and model choice shared by the ``voicehub`` subcommands (``vad``, ``embed``, ``verify``)."""
+"""Audio inputs and model choice shared by the ``voicehub`` subcommands (``vad``, ``embed``, ``verify``...).
+
+:func:`expand_audio_inputs` turns the command line's INPUT... into files, as speech command lines
+do: files as given, a directory searched recursively for audio files (by suffix,
+:data:`voicehub.core.audio.AUDIO_FILE_SUFFIXES`), a glob (``'clips/*.flac'``, ``'**'`` recursive)
+for shells that did not expand it, and ``-`` for a list of paths on standard input, one a line.
+Take the arguments as ``click.argument("inputs", nargs=-1, required=True)`` (plain strings) and
+use :data:`INPUTS_HELP` in the command's help.
+"""
 
 from __future__ import annotations
 
+import glob
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
-from voicehub.core.audio import RAW_PCM_SUFFIXES, AudioLike, is_raw_pcm, load_raw_pcm
+from voicehub.core.audio import AUDIO_FILE_SUFFIXES, RAW_PCM_SUFFIXES, AudioLike, is_raw_pcm, load_raw_pcm
 from voicehub.core.errors import ConfigError, InferenceOptionError, VoiceHubError
 from voicehub.core.tasks import SpeechTask
 
@@ -16,6 +26,90 @@ SAMPLE_RATE_HELP = (
     "Sample rate in Hz of headerless raw PCM files (" + ", ".join(RAW_PCM_SUFFIXES) + "), which are read as 16-bit "
     "little-endian mono; files with a header (wav, flac, ogg, mp3) carry their own rate and ignore it."
 )
+
+
+INPUTS_HELP = (
+    "INPUT is an audio file (wav, flac, ogg, mp3; m4a, mp4, webm with voicehub[av]), a directory (searched "
+    "recursively for audio files), a quoted glob ('clips/*.wav'), or - to read a list of paths from standard input."
+)
+
+_GLOB_CHARACTERS = frozenset("*?[")
+
+
+def _audio_files_under(directory: Path) -> list[Path]:
+    return sorted(
+        path for path in directory.rglob("*") if path.suffix.lower() in AUDIO_FILE_SUFFIXES and path.is_file()
+    )
+
+
+def expand_audio_inputs(inputs: Sequence[str], *, stdin: TextIO | None = None) -> list[Path]:
+    """The audio files that the command line's INPUT arguments name, in order, each once.
+
+    Args:
+        inputs: the arguments: files (kept as given, whatever their suffix, so a bad file is
+            reported by the decoder), directories (every audio file below them, sorted), globs
+            (matches sorted; ``**`` recurses; a directory match is searched like a directory),
+            and ``-`` (paths read from ``stdin``, one a line; blank lines skipped; each line is
+            a file, directory or glob in turn, but not ``-`` again).
+        stdin: where ``-`` reads from; default ``sys.stdin``.
+
+    Returns:
+        The files; a file named twice (e.g. by a glob and by name) comes once, at its first place.
+
+    Raises:
+        click.UsageError: for a glob that matches nothing, a directory without audio files, no
+            inputs at all (e.g. empty standard input), ``-`` given twice or inside the list.
+    """
+    files: list[Path] = []
+    seen: set[Path] = set()
+
+    def add(path: Path) -> None:
+        key = path.resolve() if path.exists() else path
+        if key not in seen:
+            seen.add(key)
+            files.append(path)
+
+    def expand(argument: str, *, from_stdin: bool) -> None:
+        path = Path(argument)
+        if path.is_dir():
+            found = _audio_files_under(path)
+            if not found:
+                raise click.UsageError(
+                    f"directory {argument} holds no audio files (searched recursively for "
+                    f"{', '.join(AUDIO_FILE_SUFFIXES)}); name files directly to use other suffixes"
+                )
+            for item in found:
+                add(item)
+        elif not path.exists() and _GLOB_CHARACTERS & set(argument):
+            matches = sorted(glob.glob(argument, recursive=True))
+            if not matches:
+                raise click.UsageError(f"the pattern {argument!r} matches no file")
+            for match in matches:
+                match_path = Path(match)
+                if match_path.is_dir():
+                    for item in _audio_files_under(match_path):
+                        add(item)
+                else:
+                    add(match_path)
+        elif argument == "-" and from_stdin:
+            raise click.UsageError("a path list read from standard input cannot itself contain '-'")
+        else:
+            add(path)  # a missing or unreadable file is reported, named, by the decoder
+
+    stdin_used = False
+    for argument in inputs:
+        if argument == "-":
+            if stdin_used:
+                raise click.UsageError("'-' (paths from standard input) can be given only once")
+            stdin_used = True
+            for line in (stdin or sys.stdin).read().splitlines():
+                if line.strip():
+                    expand(line.strip(), from_stdin=True)
+        else:
+            expand(argument, from_stdin=False)
+    if not files:
+        raise click.UsageError("no input files: " + ("standard input listed no paths" if stdin_used else "none given"))
+    return files
 
 
 def default_model_help(task: SpeechTask) -> str:
@@ -86,6 +180,42 @@ def resolve_cli_options(model: Any, overrides: Mapping[str, object], flags: Mapp
         raise click.UsageError(str(err).split("(): ", 1)[-1]) from err
 
 
+TASK_COMMANDS: Mapping[SpeechTask, str] = {
+    SpeechTask.VOICE_ACTIVITY_DETECTION: "voicehub vad",
+    SpeechTask.SPEAKER_VERIFICATION: "voicehub embed",
+    SpeechTask.AUTOMATIC_SPEECH_RECOGNITION: "voicehub transcribe",
+    SpeechTask.TEXT_TO_SPEECH: "voicehub synthesize",
+}
+"""The command that serves each task, named when ``--model`` belongs to another task."""
+
+
+def _check_model_task(task: SpeechTask, model_type: str) -> None:
+    """Refuse a ``--model`` registered for another task, or a path given where a name belongs.
+
+    Raises:
+        click.UsageError: naming the command for the model's task (or ``--source`` for a path) and
+            this task's models.
+    """
+    from voicehub.auto import get_model_spec, list_model_specs
+
+    names = ", ".join(spec.model_type for spec in list_model_specs(task))
+    try:
+        spec = get_model_spec(model_type)
+    except KeyError:
+        if "/" in model_type or "\\" in model_type or Path(model_type).exists():
+            raise click.UsageError(
+                f"--model takes a registered model name ({names}), got the path {model_type!r}; to load a "
+                f"checkpoint file or a saved directory, pass it as --source {model_type}"
+            ) from None
+        return  # an unknown name: the loader's error lists every registered model
+    if spec.task != task:
+        other = SpeechTask(spec.task)
+        raise click.UsageError(
+            f"--model {model_type} is a {other.value} model, and this command runs {task.value} models "
+            f"({names}); for {other.value}, run `{TASK_COMMANDS[other]} --model {model_type}`"
+        )
+
+
 def cli_model_type(task: SpeechTask, model_type: str | None, source: str | None) -> str | None:
     """The ``--model`` to load: as given, else the task's default when ``--source`` names no saved directory.
 
@@ -97,8 +227,11 @@ def cli_model_type(task: SpeechTask, model_type: str | None, source: str | None)
         model_type: the ``--model`` given.
         source: the ``--source`` given.
     """
-    if model_type is not None or source is None:
+    if model_type is not None:
+        _check_model_task(task, model_type)
         return model_type
+    if source is None:
+        return None
     from voicehub.auto import get_default_model_spec, local_config_file
 
     try:
@@ -110,10 +243,12 @@ def cli_model_type(task: SpeechTask, model_type: str | None, source: str | None)
 
 
 __all__ = [
+    "INPUTS_HELP",
     "SAMPLE_RATE_HELP",
     "audio_input",
     "check_raw_inputs",
     "cli_model_type",
     "default_model_help",
+    "expand_audio_inputs",
     "resolve_cli_options",
 ]

@@ -25,8 +25,10 @@ SOURCE_HELP = (
 )
 
 
-def load_model(model_type: str | None, source: str | None, backend: Path | None) -> PreTrainedSVModel[Any, Any, Any]:
-    """Load the speaker-verification model the flags name, with ``--backend`` attached.
+def load_model(
+    model_type: str | None, source: str | None, backend: Path | None, *, device: str = "auto"
+) -> PreTrainedSVModel[Any, Any, Any]:
+    """Load the speaker-verification model the flags name, on ``--device``, with ``--backend`` attached.
 
     Raises:
         VoiceHubError: for an unknown model, a missing checkpoint or a directory without a back-end.
@@ -34,7 +36,7 @@ def load_model(model_type: str | None, source: str | None, backend: Path | None)
     from voicehub.auto import AutoModelForSpeakerVerification
 
     model_type = cli_model_type(SpeechTask.SPEAKER_VERIFICATION, model_type, source)
-    model = AutoModelForSpeakerVerification.from_pretrained(source, model_type=model_type)
+    model = AutoModelForSpeakerVerification.from_pretrained(source, model_type=model_type, device=device)
     model.load()  # a missing checkpoint (or a model without pretrained weights) is reported once, up front
     if backend is not None:
         model.set_backend(backend)  # every SV model scores with a PLDA back-end (voicehub.speaker_verification)

@@ -2,28 +2,33 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import click
 
-from voicehub.cli._inputs import SAMPLE_RATE_HELP, check_raw_inputs, resolve_cli_options
+from voicehub.cli._inputs import SAMPLE_RATE_HELP, check_raw_inputs, expand_audio_inputs, resolve_cli_options
+from voicehub.cli._options import CommonOptions, common_options, progress
 from voicehub.cli._speaker import MODEL_HELP, NO_TRIM_HELP, SOURCE_HELP, embed_file, load_model, trim_override
 from voicehub.core import strict_json
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.outputs import VerificationOutput
 
 _FLAGS = {"scoring": "--scoring", "threshold": "--threshold", "backend_threshold": "--backend-threshold"}
+_LOG = logging.getLogger(__name__)
 
 
 @click.command("verify")
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="[ENROLLMENT]... TEST")
+@click.argument("arguments", nargs=-1, required=True, metavar="[ENROLLMENT]... TEST")
 @click.option(
     "--enroll",
     "enroll",
     multiple=True,
-    type=click.Path(path_type=Path),
-    metavar="FILE",
-    help="An enrolment clip (repeat for several); then the only argument is TEST.",
+    metavar="INPUT",
+    help=(
+        "Enrolment audio (repeat for several): a file, a directory (searched recursively), a quoted glob, or - for "
+        "a list of paths on standard input; then the only argument is TEST."
+    ),
 )
 @click.option("--model", "model_type", default=None, metavar="MODEL_TYPE", help=MODEL_HELP)
 @click.option("--source", default=None, help=SOURCE_HELP)
@@ -54,9 +59,10 @@ _FLAGS = {"scoring": "--scoring", "threshold": "--threshold", "backend_threshold
 @click.option("--json", "as_json", is_flag=True, help="Print strict JSON.")
 @click.option("--sample-rate", type=int, default=None, metavar="HZ", help=SAMPLE_RATE_HELP)
 @click.option("--no-trim-silence", "no_trim", is_flag=True, help=NO_TRIM_HELP)
+@common_options
 def verify_command(
-    files: tuple[Path, ...],
-    enroll: tuple[Path, ...],
+    arguments: tuple[str, ...],
+    enroll: tuple[str, ...],
     model_type: str | None,
     source: str | None,
     backend: Path | None,
@@ -66,24 +72,27 @@ def verify_command(
     as_json: bool,
     sample_rate: int | None,
     no_trim: bool,
+    common: CommonOptions,
 ) -> None:
     """Decide whether TEST is spoken by the speaker of the ENROLLMENT clip(s) (audio files).
 
     `voicehub verify ENROLLMENT TEST` compares two files; with several enrolment clips
     (`voicehub verify E1 E2 E3 TEST`, or `--enroll E1 --enroll E2 TEST`) the speaker is enrolled
-    with all of them (cosine: mean embedding; PLDA: mean in the back-end's space). Every file is
-    checked, each bad one is reported, and the exit status is then 1 without a decision.
+    with all of them (cosine: mean embedding; PLDA: mean in the back-end's space). An ENROLLMENT
+    may also be a directory (searched recursively for audio files), a quoted glob, or - for a list
+    of paths on standard input; TEST is one file. Every file is checked, each bad one is reported,
+    and the exit status is then 1 without a decision.
     """
     if enroll:
-        if len(files) != 1:
+        if len(arguments) != 1:
             raise click.UsageError(
-                f"with --enroll, give exactly one TEST file as argument, got {len(files)}: {' '.join(map(str, files))}"
+                f"with --enroll, give exactly one TEST file as argument, got {len(arguments)}: {' '.join(arguments)}"
             )
-        enrollment, test = list(enroll), files[0]
+        enrollment, test = expand_audio_inputs(enroll), Path(arguments[0])
     else:
-        if len(files) < 2:
+        if len(arguments) < 2:
             raise click.UsageError("expected ENROLLMENT... TEST (at least two files), or --enroll FILE TEST")
-        enrollment, test = list(files[:-1]), files[-1]
+        enrollment, test = expand_audio_inputs(arguments[:-1]), Path(arguments[-1])
     _check_scoring_flags(backend, scoring, threshold, backend_threshold)
     overrides: dict[str, object] = {
         key: value
@@ -92,13 +101,13 @@ def verify_command(
     }
     check_raw_inputs((*enrollment, test), sample_rate)
     try:
-        model = load_model(model_type, source, backend)
+        model = load_model(model_type, source, backend, device=common.device)
         overrides.update(trim_override(model, no_trim))
         resolve_cli_options(model, overrides, _FLAGS)  # a bad option names its --flag, before decoding
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
     embeddings, failures = [], []
-    for path in (*enrollment, test):
+    for path in progress((*enrollment, test), common, desc="verify"):
         result, failure = embed_file(model, path, sample_rate, overrides)
         if result is None:
             failures.append(failure)
@@ -106,8 +115,8 @@ def verify_command(
             embeddings.append(result)
     if failures:
         for message in failures:
-            click.echo(f"Error: {message}", err=True)
-        click.echo(f"Error: {len(failures)} of {len(enrollment) + 1} file(s) failed; no decision made", err=True)
+            _LOG.error("%s", message)
+        _LOG.error("%d of %d file(s) failed; no decision made", len(failures), len(enrollment) + 1)
         raise click.exceptions.Exit(1)
     try:
         decision: VerificationOutput = model.score_embeddings(embeddings[:-1], embeddings[-1], **overrides)
@@ -116,7 +125,7 @@ def verify_command(
     for output in embeddings:
         warning = output.metadata.get("warning")
         if isinstance(warning, str):
-            click.echo(f"Warning: {output.source}: {warning}", err=True)
+            _LOG.warning("%s: %s", output.source, warning)
     if as_json:
         record = {
             "enrollment": str(enrollment[0]) if len(enrollment) == 1 else [str(p) for p in enrollment],

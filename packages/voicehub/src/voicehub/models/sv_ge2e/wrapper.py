@@ -22,7 +22,8 @@ from voicehub.architectures.errors import CheckpointMismatchError, NoSpeechFound
 from voicehub.architectures.ge2e import GE2EConfig, GE2ESpeakerEncoder, load_resemblyzer_checkpoint, preprocess
 from voicehub.architectures.ge2e.checkpoint import WEIGHTS_DISTRIBUTION, WEIGHTS_INSTALL_HINT
 from voicehub.architectures.ge2e.long_form import FloatArray, embed_long
-from voicehub.core.audio import AudioLike, Waveform, iter_audio_blocks
+from voicehub.core.audio import AudioLike, Waveform
+from voicehub.core.audio_stream import iter_audio_blocks
 from voicehub.core.device import Device
 from voicehub.core.errors import AudioDecodeError, AudioError, CheckpointError
 from voicehub.core.files import CONFIG_FILE_NAME, WEIGHTS_FILE_NAME

@@ -1,0 +1,106 @@
+"""Output destinations shared by the ``voicehub`` subcommands: ``-`` for stdout, ``--output-dir``, JSON lines.
+
+* :func:`is_stdout`, :func:`check_destination`, :func:`write_destination`: every output option
+  takes a path or ``-`` (standard output). A path is checked before any work and written
+  atomically (:mod:`voicehub.core.files`); ``-`` writes the bytes to stdout.
+* :func:`input_ids` and :func:`output_dir_paths`: one output file per input under ``--output-dir``,
+  named after the inputs and never colliding.
+* :func:`echo_json_line`: one strict-JSON object per line, flushed at once (``--jsonl``), so a
+  long batch can be read as its results arrive.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from voicehub.core import strict_json
+from voicehub.core.files import atomic_write, check_output_directory, check_output_file
+
+STDOUT = "-"
+"""The value of an output option that means standard output."""
+
+
+def is_stdout(target: str | os.PathLike[str] | None) -> bool:
+    """True when an output option's value is ``-`` (standard output)."""
+    return target is not None and os.fspath(target) == STDOUT
+
+
+def check_destination(target: str | os.PathLike[str] | None, *, what: str) -> None:
+    """Check an output option's file before any work: nothing for ``None`` or ``-``.
+
+    Raises:
+        OutputPathError: when the file cannot be created there (see :func:`voicehub.core.files.check_output_file`).
+    """
+    if target is not None and not is_stdout(target):
+        check_output_file(target, what=what)
+
+
+def write_destination(target: str | os.PathLike[str], data: bytes | str, *, what: str) -> None:
+    """Write ``data`` to ``target``: standard output for ``-``, else atomically to the file.
+
+    ``str`` data is written as UTF-8.
+
+    Raises:
+        OutputPathError: when the file cannot be written.
+    """
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    if is_stdout(target):
+        sys.stdout.flush()  # text already echoed comes first
+        sys.stdout.buffer.write(payload)
+        sys.stdout.buffer.flush()
+        return
+    atomic_write(Path(target), lambda temporary: temporary.write_bytes(payload), what=what)
+
+
+def input_ids(files: Sequence[Path]) -> list[str]:
+    """One id per input, unique across ``files``, for output names (RTTM recording ids, ``--output-dir`` files).
+
+    The id is the file's stem (``talk`` for ``talk.wav``). When stems collide (``a/talk.wav`` and
+    ``b/talk.wav``), every id is the file's path relative to the inputs' common directory, without
+    suffix (``a/talk``, ``b/talk``), or with it when still ambiguous (``talk.wav``, ``talk.flac``).
+    Whitespace becomes ``_``.
+    """
+    stems = [path.stem for path in files]
+    if len(set(stems)) == len(stems):
+        ids = stems
+    else:
+        resolved = [path.resolve() for path in files]
+        common = Path(os.path.commonpath([str(path.parent) for path in resolved]))
+        relative = [path.relative_to(common) for path in resolved]
+        ids = [path.with_suffix("").as_posix() for path in relative]
+        if len(set(ids)) != len(ids):
+            ids = [path.as_posix() for path in relative]
+    return ["_".join(name.split()) for name in ids]
+
+
+def output_dir_paths(output_dir: Path, files: Sequence[Path], suffix: str) -> list[Path]:
+    """The file under ``output_dir`` for each input: ``<id><suffix>`` with the ids of :func:`input_ids`.
+
+    Raises:
+        OutputPathError: when ``output_dir`` cannot be created or written.
+    """
+    check_output_directory(output_dir, what="--output-dir")
+    return [output_dir / f"{file_id}{suffix}" for file_id in input_ids(files)]
+
+
+def echo_json_line(record: Mapping[str, Any]) -> None:
+    """Print ``record`` as one line of strict JSON on stdout and flush (JSON Lines, ``--jsonl``)."""
+    click.echo(strict_json.dumps(dict(record)))
+    sys.stdout.flush()
+
+
+__all__ = [
+    "STDOUT",
+    "check_destination",
+    "echo_json_line",
+    "input_ids",
+    "is_stdout",
+    "output_dir_paths",
+    "write_destination",
+]
