@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from voicehub.core.audio import audio_file_info
+from voicehub.core.audio_stream import audio_file_info
 from voicehub.training import ManifestRecord, Segment
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "tests" / "data"

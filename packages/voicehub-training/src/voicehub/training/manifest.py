@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from voicehub.core import strict_json
-from voicehub.core.audio import audio_file_info
+from voicehub.core.audio_stream import audio_file_info
 from voicehub.core.errors import AudioDecodeError, StrictJSONError
 from voicehub.core.files import write_text_atomic
 from voicehub.training.errors import ManifestError, ManifestProblem
@@ -271,7 +271,7 @@ def read_manifest(
         try:
             row = strict_json.loads(text)
         except (StrictJSONError, ValueError) as err:
-            problems.append(ManifestProblem(line=number, field="json", message=f"not valid JSON: {err}"))
+            problems.append(ManifestProblem(line=number, field="json", message=str(err)))
             continue
         record, row_problems = parse_row(row, line=number, base=base, contract=contract, check_audio=check_audio)
         problems.extend(row_problems)
