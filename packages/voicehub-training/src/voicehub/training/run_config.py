@@ -115,7 +115,9 @@ def load_run_config(path: str | os.PathLike[str]) -> TrainingRunConfig:
         elif suffix == ".toml":
             data = tomllib.loads(text)
         elif suffix in (".yaml", ".yml"):
-            yaml = import_optional("yaml", purpose="reading a YAML training config", install_hint="pip install pyyaml")
+            yaml = import_optional(
+                "yaml", purpose="reading a YAML training config", install_hint='pip install "voicehub-training[yaml]"'
+            )
             data = yaml.safe_load(text)
         else:
             raise ConfigError(
