@@ -36,6 +36,7 @@ from torch import nn
 from voicehub.core import strict_json
 from voicehub.core.config import Config
 from voicehub.core.errors import ConfigError
+from voicehub.optimization import OptimizationMode, OptimizationResult
 from voicehub.training.adapters.base import TrainingAdapter, TrainingBatch
 from voicehub.training.batching import LengthBucketBatchSampler
 from voicehub.training.callbacks import EarlyStopping, Metrics, TrainerCallback
@@ -208,9 +209,14 @@ class Trainer:
         eval_records: evaluation records (may be empty).
         output_dir: where checkpoints go (``output_dir/checkpoints``), written by rank 0 only.
         callbacks: :class:`~voicehub.training.callbacks.TrainerCallback` objects, in call order.
+        optimization: the training-mode optimization plan applied to the model before the adapter
+            was built (``model.apply_optimization_plan(("lora",), mode="training")``): its pass
+            routes the graph's optimizer parameters (a ``lora`` plan: the adapters only), and its
+            passes and their configuration are part of the training plan a resume must match.
 
     Raises:
-        TrainingError: for no training records or a module without trainable parameters.
+        TrainingError: for no training records, a module without trainable parameters, or an
+            optimization plan applied in inference mode or already restored.
     """
 
     def __init__(
@@ -222,6 +228,7 @@ class Trainer:
         eval_records: Sequence[ManifestRecord] = (),
         output_dir: str | os.PathLike[str],
         callbacks: Sequence[TrainerCallback] = (),
+        optimization: OptimizationResult | None = None,
     ) -> None:
         if not train_records:
             raise TrainingError("no training records; give a manifest with at least one row")
@@ -232,7 +239,8 @@ class Trainer:
         self.output_dir = Path(output_dir)
         self.callbacks = tuple(callbacks)
         self.module = adapter.module
-        self.parameters = [p for p in self.module.parameters() if p.requires_grad]
+        self.optimization = optimization
+        self.parameters = self._optimizer_parameters()
         if not self.parameters:
             raise TrainingError(f"{adapter.spec.model_type}: every parameter is frozen; nothing to train")
         self.device = self.parameters[0].device
@@ -240,6 +248,19 @@ class Trainer:
         self.state = TrainerState()
         self._stop_reason: str | None = None
         self.dist = DistributedContext()
+
+    def _optimizer_parameters(self) -> list[nn.Parameter]:
+        """Trainable parameters: the plan's routing for the graph (if a plan is given), plus the adapter's heads."""
+        if self.optimization is None:
+            return [p for p in self.module.parameters() if p.requires_grad]
+        if self.optimization.restored or self.optimization.context.mode is not OptimizationMode.TRAINING:
+            raise TrainingError(
+                "the optimization plan given to the Trainer must be active and applied with mode='training'; "
+                "apply it with model.apply_optimization_plan(plan, mode='training') before building the adapter"
+            )
+        routed = {id(p) for p in self.optimization.optimizer_parameters()}
+        in_graph = {id(p) for p in self.adapter.graph.parameters()}
+        return [p for p in self.module.parameters() if p.requires_grad and (id(p) in routed or id(p) not in in_graph)]
 
     # ------------------------------------------------------------------ public
     @property
@@ -256,8 +277,13 @@ class Trainer:
         hyper = {k: v for k, v in self.config.to_dict().items() if k not in _NOT_PLAN}
         if self.config.scheduler == "constant" and self.config.warmup_steps == 0:
             hyper.pop("max_steps")  # the trajectory does not depend on it: a run may be extended
+        passes = []
+        if self.optimization is not None:
+            for entry in self.optimization.manifest()["passes"]:
+                passes.append({"name": entry["name"], "configuration": entry["configuration"]})
         return {
             "adapter": self.adapter.describe(),
+            "optimization": passes,
             "trainer": hyper,
             "train_records": _records_digest(self.train_records),
             "world_size": self.dist.world_size,
