@@ -44,7 +44,7 @@ class DistributedContext:
 
     @classmethod
     def from_environment(cls, *, device: torch.device) -> DistributedContext:
-        """Join the ``torchrun`` process group described by the environment, if any.
+        """Use the process group already initialised, else join the one torchrun's environment describes, if any.
 
         Args:
             device: where the model lives; CUDA selects the NCCL backend, anything else gloo.
@@ -52,11 +52,11 @@ class DistributedContext:
         Raises:
             TrainingError: when ``WORLD_SIZE`` > 1 but the rendezvous variables are incomplete.
         """
+        if dist.is_available() and dist.is_initialized():  # a launcher (Ray Train...) made the group: use it
+            return cls(rank=dist.get_rank(), world_size=dist.get_world_size(), owns_group=False)
         world_size = int(os.environ.get("WORLD_SIZE", "1"))
         if world_size <= 1:
             return cls()
-        if dist.is_initialized():
-            return cls(rank=dist.get_rank(), world_size=dist.get_world_size(), owns_group=False)
         missing = [name for name in ("RANK", "MASTER_ADDR", "MASTER_PORT") if name not in os.environ]
         if missing:
             raise TrainingError(
