@@ -9,8 +9,8 @@ AdamW settings, on the CPU:
 * Trainer: ``Trainer(...).fit(resume=False)`` for the same number of steps (sampler, metrics,
   callbacks, learning-rate schedule; no checkpoint: ``checkpoint_at_end=False``).
 
-Each of ``--repeats`` rounds runs the two alternately (so load from other processes hits both
-alike) and the script reports samples per second of each (best and median over rounds) and the
+Each of ``--repeats`` rounds runs the two one after the other, the order swapped every round (so
+load from other processes hits both alike) and the script reports samples per second of each (best and median over rounds) and the
 Trainer's overhead ``trainer_time / plain_time - 1`` on the best and median times, for wall-clock
 time and for process CPU time (``time.process_time``, all threads): on a shared machine the CPU
 time is the steadier of the two, since waiting for a core does not count.
@@ -97,8 +97,9 @@ def main() -> None:
     wall: dict[str, list[float]] = {"plain": [], "trainer": []}
     cpu: dict[str, list[float]] = {"plain": [], "trainer": []}
     counts: dict[str, int] = {"plain": plain()}  # also the warm-up (allocator, first-call costs)
-    for _ in range(args.repeats):
-        for name, call in (("plain", plain), ("trainer", trainer)):
+    for round_index in range(args.repeats):
+        order = (("plain", plain), ("trainer", trainer))
+        for name, call in order if round_index % 2 == 0 else order[::-1]:  # neither always runs second
             start, start_cpu = time.perf_counter(), time.process_time()
             counts[name] = call()
             wall[name].append(time.perf_counter() - start)
