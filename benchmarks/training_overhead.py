@@ -10,10 +10,11 @@ AdamW settings, on the CPU:
   callbacks, learning-rate schedule; no checkpoint: ``checkpoint_at_end=False``).
 
 Each of ``--repeats`` rounds runs the two one after the other, the order swapped every round (so
-load from other processes hits both alike) and the script reports samples per second of each (best and median over rounds) and the
-Trainer's overhead ``trainer_time / plain_time - 1`` on the best and median times, for wall-clock
-time and for process CPU time (``time.process_time``, all threads): on a shared machine the CPU
-time is the steadier of the two, since waiting for a core does not count.
+load from other processes hits both alike). The script reports samples per second of each (best
+and median over rounds) and the Trainer's overhead ``trainer_time / plain_time - 1`` on the best
+and median times, for wall-clock time and for process CPU time (``time.process_time``, all
+threads): on a shared machine the CPU time is the steadier of the two, since waiting for a core
+does not count.
 
 Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/training_overhead.py [--model sv_xvector]
 [--steps 6] [--batch-size 4] [--repeats 5] [--threads 2]``
