@@ -312,6 +312,8 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def _fit(self, *, resume: bool) -> TrainResult:
         config = self.config
+        self.state = TrainerState()
+        self._stop_reason = None
         seed_everything(config.seed + self.dist.rank)
         optimizer = torch.optim.AdamW(
             self.parameters,
@@ -355,10 +357,17 @@ class Trainer:
                 batch = self.adapter.collate([self.train_records[i] for i in indices]).to(self.device)
                 last_micro = micro == config.grad_accumulation_steps - 1
                 sync = contextlib.nullcontext() if last_micro or not self.dist.enabled else model.no_sync()  # type: ignore[operator]
-                with sync, self._autocast():
-                    loss = model(batch)["loss"]
+                with sync:
+                    with self._autocast():
+                        loss = model(batch)["loss"]
                     (loss / config.grad_accumulation_steps).backward()
                 loss_sum += float(loss.detach())
+            mean_loss = self.dist.mean(loss_sum / config.grad_accumulation_steps)  # the same on every rank
+            if not math.isfinite(mean_loss):
+                raise TrainingError(
+                    f"step {self.state.step + 1}: the loss is {mean_loss}; the step was not applied; lower "
+                    f"learning_rate or check the data (the last checkpoint is still valid)"
+                )
             learning_rate = float(optimizer.param_groups[0]["lr"])
             max_norm = config.max_grad_norm if config.max_grad_norm is not None else math.inf
             grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters, max_norm))
@@ -366,16 +375,7 @@ class Trainer:
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             self.state.step += 1
-            metrics = {
-                "loss": self.dist.mean(loss_sum / config.grad_accumulation_steps),
-                "learning_rate": learning_rate,
-                "grad_norm": grad_norm,
-            }
-            if not math.isfinite(metrics["loss"]):
-                raise TrainingError(
-                    f"step {self.state.step}: the loss is {metrics['loss']}; lower learning_rate or check the data "
-                    f"(the last checkpoint is still valid)"
-                )
+            metrics = {"loss": mean_loss, "learning_rate": learning_rate, "grad_norm": grad_norm}
             for callback in self.callbacks:
                 callback.on_step_end(self, metrics)
             at_end = self.state.step >= config.max_steps
