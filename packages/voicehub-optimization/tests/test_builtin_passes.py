@@ -325,6 +325,34 @@ def test_lora_trains_only_adapters_exports_original_names_and_restores() -> None
     }
 
 
+class _TiedProjection(nn.Module):
+    """An embedding whose output Linear shares the embedding's weight (Whisper's decoder does this)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(5, 4)
+        self.hidden = nn.Linear(4, 4)
+        self.output = nn.Linear(4, 5, bias=False)
+        del self.output.weight
+        object.__setattr__(self.output, "weight", self.embedding.weight)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.output(self.hidden(self.embedding(tokens)))
+        return out
+
+
+def test_lora_leaves_a_linear_with_a_tied_weight_alone_so_the_merged_export_is_complete() -> None:
+    model = _TiedProjection()
+    result = apply_optimization_plan(model, "lora", mode="training")
+    assert _metadata(result)["adapted_layers"] == ["hidden"]  # not "output": its weight is the embedding's
+    with torch.no_grad():
+        model.hidden.lora_b.fill_(0.5)  # type: ignore[operator]
+    tokens = torch.tensor([[0, 3, 4]])
+    fresh = _TiedProjection()
+    fresh.load_state_dict(result.portable_state_dict())
+    assert torch.allclose(fresh(tokens), model(tokens), atol=1e-6)
+
+
 def test_portable_state_is_refused_for_a_renaming_pass_without_export() -> None:
     result = apply_optimization_plan(RecurrentTagger(), "int8-dynamic")
     with pytest.raises(OptimizationConfigurationError, match="no portable export"):

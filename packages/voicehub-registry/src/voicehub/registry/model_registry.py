@@ -70,6 +70,9 @@ class ModelSpec:
         default_for_task: whether this is the task's default model (one per task).
         license: SPDX licence id of the default weights (``"MIT"``), if known.
         description: one line for listings.
+        training_spec: ``"module:attr"`` of the integration's training declaration (a
+            ``voicehub.training.ModelTrainingSpec``), read by ``voicehub.training.get_training_spec``;
+            ``None`` when the integration has not declared one yet (then training refuses it and says so).
     """
 
     model_type: str
@@ -83,6 +86,7 @@ class ModelSpec:
     default_for_task: bool = False
     license: str | None = None
     description: str = ""
+    training_spec: str | None = None
 
     def __post_init__(self) -> None:
         model_type = normalize_name(self.model_type, what="model_type")
@@ -114,6 +118,8 @@ class ModelSpec:
             raise SpecError(f"license must be an SPDX id string or None, got {self.license!r}", field="license")
         if not isinstance(self.description, str):
             raise SpecError(f"description must be a string, got {self.description!r}", field="description")
+        if self.training_spec is not None:
+            set_(self, "training_spec", _reference(self.training_spec, "training_spec"))
 
     @property
     def name(self) -> str:
@@ -135,6 +141,7 @@ class ModelSpec:
         default_for_task: bool = False,
         license: str | None = None,
         description: str = "",
+        training_spec: str | None = None,
     ) -> ModelSpec:
         """Build a spec that stores only the import paths of ``config_class`` and ``wrapper_class``.
 
@@ -151,6 +158,7 @@ class ModelSpec:
             default_for_task: mark as the task default.
             license: SPDX licence id.
             description: one line for listings.
+            training_spec: ``"module:attr"`` of the training declaration.
 
         Raises:
             SpecError: for classes defined in functions, or a model type disagreeing with the config.
@@ -183,6 +191,7 @@ class ModelSpec:
             default_for_task=default_for_task,
             license=license,
             description=description,
+            training_spec=training_spec,
         )
 
     def load_config_class(self) -> Any:
@@ -215,6 +224,7 @@ class ModelSpec:
             "default_for_task": self.default_for_task,
             "license": self.license,
             "description": self.description,
+            "training_spec": self.training_spec,
         }
 
 

@@ -6,7 +6,8 @@
 * :mod:`voicehub.cli.verify`: ``voicehub verify`` (same-speaker decisions);
 * :mod:`voicehub.cli.transcribe`: ``voicehub transcribe`` (speech to text: txt, json, srt, vtt, tsv);
 * :mod:`voicehub.cli.synthesize`: ``voicehub synthesize`` (text to speech: a file, one file per line, raw PCM);
-* :mod:`voicehub.cli.evaluate`: ``voicehub evaluate asr MANIFEST`` (WER with jiwer, real-time factor).
+* :mod:`voicehub.cli.evaluate`: ``voicehub evaluate asr MANIFEST`` (WER with jiwer, real-time factor);
+* :mod:`voicehub.cli.train`: ``voicehub train CONFIG`` (training from a run config file).
 
 A new command is a module here with one ``click`` command, added to :data:`main` below with one
 ``main.add_command(...)`` line. ``python -m voicehub`` runs the same group.
@@ -22,6 +23,7 @@ from voicehub.cli.embed import embed_command
 from voicehub.cli.evaluate import evaluate_group
 from voicehub.cli.models import models_command, weights_install_command, weights_status
 from voicehub.cli.synthesize import synthesize_command
+from voicehub.cli.train import train_command
 from voicehub.cli.transcribe import transcribe_command
 from voicehub.cli.vad import vad_command
 from voicehub.cli.verify import verify_command
@@ -47,5 +49,6 @@ main.add_command(verify_command)
 main.add_command(transcribe_command)
 main.add_command(synthesize_command)
 main.add_command(evaluate_group)
+main.add_command(train_command)
 
 __all__ = ["main", "models_command", "weights_install_command", "weights_status"]

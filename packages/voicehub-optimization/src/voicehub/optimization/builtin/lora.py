@@ -118,7 +118,10 @@ class LoRAPass(OptimizationPass):
                 selected = self.target_modules is None or any(
                     dotted == t or dotted.endswith(f".{t}") for t in self.target_modules
                 )
-                if type(child) is nn.Linear and selected:
+                # A Linear whose weight is not its own registered parameter (tied to an embedding, as
+                # Whisper's output projection) is left alone: its merged weight could not be exported.
+                owns_weight = isinstance(getattr(child, "_parameters", {}).get("weight"), nn.Parameter)
+                if type(child) is nn.Linear and selected and owns_weight:
                     found.append((parent, child_name, dotted, child))
         return found
 

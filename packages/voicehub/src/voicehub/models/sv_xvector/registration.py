@@ -17,6 +17,7 @@ MODEL_SPEC = ModelSpec(
     default_for_task=False,
     license="Apache-2.0",
     description="ECAPA-style x-vector HyperTorchModel; no pretrained weights (train it, or load your checkpoint)",
+    training_spec="voicehub.models.sv_xvector.training:TRAINING_SPEC",
 )
 
 __all__ = ["MODEL_SPEC"]

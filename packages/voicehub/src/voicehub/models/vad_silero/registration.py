@@ -30,6 +30,7 @@ MODEL_SPEC = ModelSpec(
     default_for_task=True,
     license="MIT",
     description="Silero VAD v5/v6, native PyTorch graph on the weights of the silero-vad wheel",
+    training_spec="voicehub.models.vad_silero.training:TRAINING_SPEC",
 )
 
 __all__ = ["DEFAULT_SOURCE", "MODEL_SPEC"]

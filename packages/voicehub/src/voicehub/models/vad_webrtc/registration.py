@@ -17,6 +17,7 @@ MODEL_SPEC = ModelSpec(
     default_for_task=False,
     license="MIT",
     description="WebRTC GMM voice activity detector through the webrtcvad C extension (no weights)",
+    training_spec="voicehub.models.vad_webrtc.training:TRAINING_SPEC",
 )
 
 __all__ = ["MODEL_SPEC"]

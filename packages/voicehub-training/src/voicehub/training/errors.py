@@ -1,0 +1,104 @@
+"""Errors of the training layer.
+
+Each subclasses :class:`~voicehub.core.errors.VoiceHubError` and the builtin a caller would catch,
+carries structured fields, and says what was wrong, what was expected and the fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from voicehub.core.errors import CheckpointError, ConfigError, VoiceHubError
+
+
+class TrainingError(VoiceHubError, RuntimeError):
+    """Training cannot start or continue."""
+
+
+class TrainingSpecError(ConfigError):
+    """A training declaration is missing, malformed, or refuses training.
+
+    Attributes:
+        model_type: the model whose declaration is at fault.
+    """
+
+    def __init__(self, message: str, *, model_type: str | None = None):
+        super().__init__(message, config_type="training_spec", key=model_type)
+        self.model_type = model_type
+
+
+class TrainingNotSupportedError(TrainingSpecError):
+    """The model declares support level ``none`` (its reason is in the message)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManifestProblem:
+    """One bad row of a manifest.
+
+    Attributes:
+        line: 1-based line number in the manifest file.
+        field: the field at fault (``"json"`` for a line that is not a JSON object).
+        message: what is wrong, what was expected.
+    """
+
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.field}: {self.message}"
+
+
+class ManifestError(VoiceHubError, ValueError):
+    """A manifest holds bad rows; every one of them is listed (validation does not stop at the first).
+
+    Attributes:
+        path: the manifest file.
+        problems: every problem found, in line order.
+    """
+
+    def __init__(self, path: str | Path, problems: tuple[ManifestProblem, ...]):
+        self.path = str(path)
+        self.problems = problems
+        shown = "\n  ".join(str(problem) for problem in problems)
+        super().__init__(
+            f"{self.path}: {len(problems)} bad row(s); fix them and run again (nothing was trained):\n  {shown}"
+        )
+
+
+class SplitError(VoiceHubError, ValueError):
+    """A leakage-safe split cannot be made (too few speakers or recordings for the fractions asked)."""
+
+
+class TrainingCheckpointError(CheckpointError):
+    """A training checkpoint is missing, incomplete, altered, or does not fit the run resuming from it."""
+
+
+class ResumeMismatchError(TrainingCheckpointError):
+    """A checkpoint was written by a run with another plan (model, optimizer, data, hyper-parameters).
+
+    Attributes:
+        differences: ``(key, saved, current)`` for every setting that differs.
+    """
+
+    def __init__(self, path: str | Path, differences: tuple[tuple[str, object, object], ...]):
+        self.differences = differences
+        shown = "; ".join(f"{key}: saved {saved!r}, now {current!r}" for key, saved, current in differences)
+        super().__init__(
+            f"{path}: written by a run with another training plan ({shown}); resume with the same settings "
+            f"or start a new run in another output directory",
+            path=path,
+        )
+
+
+__all__ = [
+    "ManifestError",
+    "ManifestProblem",
+    "ResumeMismatchError",
+    "SplitError",
+    "TrainingCheckpointError",
+    "TrainingError",
+    "TrainingNotSupportedError",
+    "TrainingSpecError",
+]

@@ -1,0 +1,300 @@
+"""JSONL training manifests: one utterance per line, validated as a whole before training starts.
+
+A row is a JSON object::
+
+    {"audio_path": "clips/0870.wav", "duration_s": 14.2, "text": "...", "speaker": "reader1",
+     "recording": "chapter01", "segments": [{"start_s": 0.31, "end_s": 6.02}]}
+
+* ``audio_path``: the audio file, relative to the manifest's directory or absolute.
+* ``duration_s``: its duration in seconds (checked against the file header).
+* ``text``: the transcript (ASR); ``speaker``: the speaker label (speaker models, leakage-safe
+  splits); ``recording``: the source recording (several clips cut from one file share it;
+  defaults to the audio path); ``segments``: speech regions in seconds (VAD targets).
+
+:func:`read_manifest` checks every row against a :class:`~voicehub.training.spec.DataContract`
+(required fields, the sample rate of every file) and reports *all* bad rows at once, with their
+line numbers, in one :class:`~voicehub.training.errors.ManifestError`. Records are small frozen
+dataclasses with ``to_dict`` / ``from_dict`` (times in seconds), as lhotse's are.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from voicehub.core import strict_json
+from voicehub.core.audio_stream import audio_file_info
+from voicehub.core.errors import AudioDecodeError, StrictJSONError
+from voicehub.core.files import write_text_atomic
+from voicehub.training.errors import ManifestError, ManifestProblem
+from voicehub.training.spec import DataContract, ManifestField
+
+DURATION_TOLERANCE_S = 0.05
+"""Largest accepted difference between a row's ``duration_s`` and its file's header, in seconds."""
+
+_KNOWN = tuple(field.value for field in ManifestField)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Segment:
+    """A speech region in seconds from the start of its clip."""
+
+    start_s: float
+    end_s: float
+
+    def to_dict(self) -> dict[str, float]:
+        """``{"start_s": ..., "end_s": ...}``."""
+        return {"start_s": self.start_s, "end_s": self.end_s}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManifestRecord:
+    """One validated manifest row.
+
+    Attributes:
+        audio_path: the audio file (absolute).
+        duration_s: its duration in seconds.
+        text: the transcript, if the row has one.
+        speaker: the speaker label, if any.
+        recording: the source recording (the audio path when the row names none).
+        segments: speech regions, if the row has them.
+        line: the row's 1-based line number in its manifest (0 for records built in code).
+    """
+
+    audio_path: Path
+    duration_s: float
+    text: str | None = None
+    speaker: str | None = None
+    recording: str = ""
+    segments: tuple[Segment, ...] | None = None
+    line: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.recording:
+            object.__setattr__(self, "recording", str(self.audio_path))
+
+    def to_dict(self, *, relative_to: Path | None = None) -> dict[str, Any]:
+        """The row as written in a manifest (``audio_path`` relative to ``relative_to`` when given)."""
+        path = self.audio_path
+        if relative_to is not None:
+            path = Path(os.path.relpath(path, relative_to))
+        row: dict[str, Any] = {"audio_path": path.as_posix(), "duration_s": self.duration_s}
+        if self.text is not None:
+            row["text"] = self.text
+        if self.speaker is not None:
+            row["speaker"] = self.speaker
+        if self.recording != str(self.audio_path):
+            row["recording"] = self.recording
+        if self.segments is not None:
+            row["segments"] = [segment.to_dict() for segment in self.segments]
+        return row
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _label(row: Mapping[str, Any], key: str, problems: list[ManifestProblem], line: int) -> str | None:
+    if key not in row:
+        return None
+    value = row[key]
+    if not isinstance(value, str) or not value.strip():
+        what = "an empty transcript" if key == "text" else f"{value!r}"
+        problems.append(ManifestProblem(line=line, field=key, message=f"expected a non-empty string, got {what}"))
+        return None
+    return value
+
+
+def _segments(
+    value: object, duration_s: float | None, line: int, problems: list[ManifestProblem]
+) -> tuple[Segment, ...] | None:
+    if not isinstance(value, list):
+        problems.append(ManifestProblem(line=line, field="segments", message=f"expected a list, got {value!r}"))
+        return None
+    segments = []
+    previous_end = 0.0
+    for index, item in enumerate(value):
+        start = _number(item.get("start_s")) if isinstance(item, dict) else None
+        end = _number(item.get("end_s")) if isinstance(item, dict) else None
+        valid = isinstance(item, dict) and set(item) == {"start_s", "end_s"} and start is not None and end is not None
+        if not valid or start is None or end is None:
+            problems.append(
+                ManifestProblem(
+                    line=line,
+                    field="segments",
+                    message=f"segment {index}: expected {{'start_s': s, 'end_s': s}} with finite seconds, got {item!r}",
+                )
+            )
+            return None
+        limit = duration_s if duration_s is not None else math.inf
+        if not previous_end <= start < end <= limit + DURATION_TOLERANCE_S:
+            problems.append(
+                ManifestProblem(
+                    line=line,
+                    field="segments",
+                    message=f"segment {index} [{start}, {end}] s: expected sorted, non-overlapping regions with "
+                    f"start < end inside [0, duration_s={duration_s}]",
+                )
+            )
+            return None
+        previous_end = end
+        segments.append(Segment(start_s=start, end_s=end))
+    return tuple(segments)
+
+
+def _audio(
+    path: Path, duration_s: float | None, contract: DataContract, line: int, problems: list[ManifestProblem]
+) -> None:
+    try:
+        info = audio_file_info(path)
+    except AudioDecodeError as err:
+        message = "missing file" if not path.exists() else "unreadable audio"
+        problems.append(ManifestProblem(line=line, field="audio_path", message=f"{message}: {err}"))
+        return
+    if info.sample_rate != contract.sample_rate:
+        problems.append(
+            ManifestProblem(
+                line=line,
+                field="audio_path",
+                message=f"wrong sample rate: {path.name} is {info.sample_rate} Hz, the model trains at "
+                f"{contract.sample_rate} Hz; resample the file (e.g. sox in.wav -r {contract.sample_rate} out.wav)",
+            )
+        )
+    if duration_s is not None and info.num_frames > 0 and abs(info.duration_s - duration_s) > DURATION_TOLERANCE_S:
+        problems.append(
+            ManifestProblem(
+                line=line,
+                field="duration_s",
+                message=f"{duration_s} s, but the file holds {info.duration_s:.3f} s",
+            )
+        )
+
+
+def parse_row(
+    row: object, *, line: int, base: Path, contract: DataContract, check_audio: bool = True
+) -> tuple[ManifestRecord | None, list[ManifestProblem]]:
+    """Validate one decoded row; return its record (``None`` when it is bad) and its problems."""
+    problems: list[ManifestProblem] = []
+    if not isinstance(row, dict):
+        return None, [ManifestProblem(line=line, field="json", message=f"expected a JSON object, got {row!r}")]
+    unknown = sorted(set(row) - set(_KNOWN))
+    if unknown:
+        problems.append(
+            ManifestProblem(line=line, field=unknown[0], message=f"unknown field(s) {unknown}; known: {list(_KNOWN)}")
+        )
+    for field in contract.required_fields:
+        if field.value not in row:
+            problems.append(ManifestProblem(line=line, field=field.value, message="required by this model, missing"))
+    duration_s = None
+    if "duration_s" in row:
+        duration_s = _number(row["duration_s"])
+        if duration_s is None or duration_s <= 0:
+            problems.append(
+                ManifestProblem(
+                    line=line, field="duration_s", message=f"expected seconds > 0, got {row['duration_s']!r}"
+                )
+            )
+            duration_s = None
+        elif contract.max_duration_s is not None and duration_s > contract.max_duration_s:
+            problems.append(
+                ManifestProblem(
+                    line=line,
+                    field="duration_s",
+                    message=f"{duration_s} s exceeds the model's {contract.max_duration_s} s; cut the clip",
+                )
+            )
+    path: Path | None = None
+    raw_path = row.get("audio_path")
+    if "audio_path" in row:
+        if not isinstance(raw_path, str) or not raw_path:
+            problems.append(
+                ManifestProblem(line=line, field="audio_path", message=f"expected a path string, got {raw_path!r}")
+            )
+        else:
+            path = Path(raw_path) if Path(raw_path).is_absolute() else base / raw_path
+            if check_audio:
+                _audio(path, duration_s, contract, line, problems)
+    text = _label(row, "text", problems, line)
+    speaker = _label(row, "speaker", problems, line)
+    recording = _label(row, "recording", problems, line)
+    segments = _segments(row["segments"], duration_s, line, problems) if "segments" in row else None
+    if problems or path is None or duration_s is None:
+        return None, problems
+    record = ManifestRecord(
+        audio_path=path,
+        duration_s=duration_s,
+        text=text,
+        speaker=speaker,
+        recording=recording or "",
+        segments=segments,
+        line=line,
+    )
+    return record, problems
+
+
+def read_manifest(
+    path: str | os.PathLike[str], contract: DataContract, *, check_audio: bool = True
+) -> tuple[ManifestRecord, ...]:
+    """Read and validate a JSONL manifest; every bad row is reported at once.
+
+    Args:
+        path: the ``.jsonl`` file (one JSON object per line; blank lines are skipped).
+        contract: the model's data contract (required fields, sample rate, longest clip).
+        check_audio: open each file's header (existence, sample rate, duration); turn off only
+            for manifests already checked.
+
+    Returns:
+        The records in file order.
+
+    Raises:
+        ManifestError: listing every problem with its line number (bad JSON, unknown or missing
+            fields, missing file, wrong sample rate, empty transcript, non-positive duration, bad
+            segments), or an empty manifest.
+    """
+    file = Path(path)
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ManifestError(file, (ManifestProblem(line=0, field="file", message=f"cannot read: {err}"),)) from err
+    base = file.parent.resolve()
+    records: list[ManifestRecord] = []
+    problems: list[ManifestProblem] = []
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            row = strict_json.loads(text)
+        except (StrictJSONError, ValueError) as err:
+            problems.append(ManifestProblem(line=number, field="json", message=str(err)))
+            continue
+        record, row_problems = parse_row(row, line=number, base=base, contract=contract, check_audio=check_audio)
+        problems.extend(row_problems)
+        if record is not None:
+            records.append(record)
+    if not records and not problems:
+        problems.append(ManifestProblem(line=0, field="file", message="holds no rows"))
+    if problems:
+        raise ManifestError(file, tuple(problems))
+    return tuple(records)
+
+
+def write_manifest(records: Iterable[ManifestRecord], path: str | os.PathLike[str]) -> Path:
+    """Write ``records`` as a JSONL manifest (atomically), audio paths relative to its directory.
+
+    Returns:
+        The written file.
+    """
+    file = Path(path)
+    base = file.parent.resolve()
+    text = "".join(strict_json.dumps(record.to_dict(relative_to=base)) + "\n" for record in records)
+    write_text_atomic(file, text)
+    return file
+
+
+__all__ = ["DURATION_TOLERANCE_S", "ManifestRecord", "Segment", "parse_row", "read_manifest", "write_manifest"]

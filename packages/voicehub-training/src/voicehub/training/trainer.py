@@ -1,0 +1,534 @@
+"""The :class:`Trainer`: the loop, callbacks, checkpoint timing, exact resume and the strategy.
+
+One optimizer step consumes ``grad_accumulation_steps`` micro-batches of ``batch_size`` records
+per rank, in the order of a :class:`~voicehub.training.batching.LengthBucketBatchSampler`
+(fixed by ``seed`` and the epoch). The trainer clips the gradient norm, steps AdamW and the
+learning-rate schedule, evaluates every ``eval_every_steps`` steps and checkpoints every
+``checkpoint_every_steps`` steps, when stopped early, and at the end.
+
+Exact resume: a checkpoint holds the trainable module, the optimizer and scheduler, every
+rank's random streams (torch, NumPy, Python) and the data position (epoch, next micro-batch),
+plus the training plan (model, family, frozen parts, trainable shapes, data, hyper-parameters,
+world size). Resuming restores all of it, so a run stopped after step k and resumed ends with
+the same tensors, bit for bit, as a run that never stopped (single process, CPU); a checkpoint
+of another plan is refused with the differences.
+
+Strategy: one process, or DistributedDataParallel when started by ``torchrun`` (the module is
+wrapped, each rank reads its slice of every global batch, gradients are averaged, metrics are
+reduced, and only rank 0 writes files, between barriers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import io
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, BinaryIO, ClassVar, Literal
+
+import torch
+from torch import nn
+
+from voicehub.core import strict_json
+from voicehub.core.config import Config
+from voicehub.core.errors import ConfigError
+from voicehub.optimization import OptimizationMode, OptimizationResult
+from voicehub.training.adapters.base import TrainingAdapter, TrainingBatch
+from voicehub.training.batching import LengthBucketBatchSampler
+from voicehub.training.callbacks import EarlyStopping, Metrics, TrainerCallback
+from voicehub.training.checkpoints import Checkpoint, CheckpointStore
+from voicehub.training.distributed import DistributedContext
+from voicehub.training.errors import ResumeMismatchError, TrainingCheckpointError, TrainingError
+from voicehub.training.manifest import ManifestRecord
+from voicehub.training.rng import capture_rng_state, restore_rng_state, seed_everything
+
+MODEL_FILE = "model.pt"
+OPTIMIZER_FILE = "optimizer.pt"
+RNG_FILE = "rng.pt"
+STATE_FILE = "trainer_state.json"
+CHECKPOINT_DIR = "checkpoints"
+
+_NOT_PLAN = ("eval_every_steps", "checkpoint_every_steps", "checkpoint_at_end", "keep_checkpoints")
+"""Settings a resumed run may change (they do not alter the trajectory)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainerConfig(Config):
+    """Hyper-parameters and schedule of a run (closed: unknown keys are refused).
+
+    Attributes:
+        max_steps: optimizer steps to reach.
+        batch_size: records per micro-batch on one rank (global batch: x ranks x accumulation).
+        grad_accumulation_steps: micro-batches per optimizer step.
+        learning_rate: peak AdamW learning rate.
+        weight_decay: AdamW decoupled weight decay.
+        adam_beta1, adam_beta2, adam_eps: AdamW moments and epsilon.
+        max_grad_norm: clip the global gradient L2 norm to this; ``None`` does not clip.
+        scheduler: ``constant``, ``linear`` (to 0 at ``max_steps``) or ``cosine`` (to 0), after
+            ``warmup_steps`` of linear warm-up from 0.
+        warmup_steps: warm-up steps.
+        eval_every_steps: evaluate every N steps (0: only at the end, when eval records are given).
+        checkpoint_every_steps: checkpoint every N steps (0: only at the end or when stopped).
+        checkpoint_at_end: also checkpoint when the run ends or is stopped (off for smoke runs
+            whose model is exported with ``save_pretrained`` instead).
+        keep_checkpoints: newest checkpoints kept (older ones are deleted after a save).
+        seed: seeds the random streams and the data order.
+        bucket_batches: global batches per length-sorting pool of the sampler.
+        precision: ``float32``, or ``bfloat16`` autocast on devices that support it.
+    """
+
+    config_type: ClassVar[str] = "trainer"
+
+    max_steps: int
+    batch_size: int = 4
+    grad_accumulation_steps: int = 1
+    learning_rate: float = 1e-4
+    weight_decay: float = 0.0
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_eps: float = 1e-8
+    max_grad_norm: float | None = 1.0
+    scheduler: Literal["constant", "linear", "cosine"] = "constant"
+    warmup_steps: int = 0
+    eval_every_steps: int = 0
+    checkpoint_every_steps: int = 0
+    checkpoint_at_end: bool = True
+    keep_checkpoints: int = 2
+    seed: int = 0
+    bucket_batches: int = 8
+    precision: Literal["float32", "bfloat16"] = "float32"
+
+    def validate(self) -> None:
+        """Check ranges.
+
+        Raises:
+            ConfigError: naming the field, the allowed range and the value.
+        """
+        super().validate()
+        positive = ("max_steps", "batch_size", "grad_accumulation_steps", "keep_checkpoints", "bucket_batches")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ConfigError(f"trainer.{name}: expected >= 1, got {getattr(self, name)}", key=name)
+        for name in ("warmup_steps", "eval_every_steps", "checkpoint_every_steps", "weight_decay"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"trainer.{name}: expected >= 0, got {getattr(self, name)}", key=name)
+        if not self.learning_rate > 0 or not 0 <= self.adam_beta1 < 1 or not 0 <= self.adam_beta2 < 1:
+            raise ConfigError(
+                f"trainer: expected learning_rate > 0 and betas in [0, 1), got {self.learning_rate}, "
+                f"{self.adam_beta1}, {self.adam_beta2}"
+            )
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ConfigError(
+                f"trainer.max_grad_norm: expected > 0 or null, got {self.max_grad_norm}", key="max_grad_norm"
+            )
+
+
+def learning_rate_factor(config: TrainerConfig) -> Callable[[int], float]:
+    """The schedule as a multiplier of ``learning_rate`` for 0-based step ``step``."""
+
+    def factor(step: int) -> float:
+        if step < config.warmup_steps:
+            return (step + 1) / (config.warmup_steps + 1)
+        if config.scheduler == "constant":
+            return 1.0
+        span = max(config.max_steps - config.warmup_steps, 1)
+        progress = min((step - config.warmup_steps) / span, 1.0)
+        if config.scheduler == "linear":
+            return 1.0 - progress
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    return factor
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class TrainerState:
+    """Where a run is.
+
+    Attributes:
+        step: optimizer steps completed.
+        epoch: current epoch of the sampler.
+        batch_index: next micro-batch of the epoch (this rank's batch list).
+    """
+
+    step: int = 0
+    epoch: int = 0
+    batch_index: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class TrainResult:
+    """What :meth:`Trainer.fit` did.
+
+    Attributes:
+        step: optimizer steps completed.
+        resumed_from: the step the run resumed from (``None`` for a fresh run).
+        stop_reason: why it stopped before ``max_steps`` (``None`` when it reached them).
+        metrics: the last step's metrics (and the last evaluation's).
+        checkpoint: the last checkpoint written (``None`` on ranks other than 0).
+    """
+
+    step: int
+    resumed_from: int | None
+    stop_reason: str | None
+    metrics: Metrics
+    checkpoint: Path | None
+
+
+def _records_digest(records: Sequence[ManifestRecord]) -> str:
+    digest = hashlib.sha256()
+    for record in records:
+        digest.update(strict_json.dumps(record.to_dict()).encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def _torch_writer(value: object) -> Callable[[BinaryIO], None]:
+    def write(file: BinaryIO) -> None:
+        torch.save(value, file)
+
+    return write
+
+
+def _bytes_writer(data: bytes) -> Callable[[BinaryIO], None]:
+    def write(file: BinaryIO) -> None:
+        file.write(data)
+
+    return write
+
+
+class Trainer:
+    """Trains a family adapter's module on manifest records (see the module docstring).
+
+    Args:
+        adapter: the family adapter (from :class:`~voicehub.training.AutoTrainingAdapter`).
+        config: the run's :class:`TrainerConfig`.
+        train_records: training records (validated manifests).
+        eval_records: evaluation records (may be empty).
+        output_dir: where checkpoints go (``output_dir/checkpoints``), written by rank 0 only.
+        callbacks: :class:`~voicehub.training.callbacks.TrainerCallback` objects, in call order.
+        optimization: the training-mode optimization plan applied to the model before the adapter
+            was built (``model.apply_optimization_plan(("lora",), mode="training")``): its pass
+            routes the graph's optimizer parameters (a ``lora`` plan: the adapters only), and its
+            passes and their configuration are part of the training plan a resume must match.
+
+    Raises:
+        TrainingError: for no training records, a module without trainable parameters, or an
+            optimization plan applied in inference mode or already restored.
+    """
+
+    def __init__(
+        self,
+        adapter: TrainingAdapter,
+        config: TrainerConfig,
+        *,
+        train_records: Sequence[ManifestRecord],
+        eval_records: Sequence[ManifestRecord] = (),
+        output_dir: str | os.PathLike[str],
+        callbacks: Sequence[TrainerCallback] = (),
+        optimization: OptimizationResult | None = None,
+    ) -> None:
+        if not train_records:
+            raise TrainingError("no training records; give a manifest with at least one row")
+        self.adapter = adapter
+        self.config = config
+        self.train_records = tuple(train_records)
+        self.eval_records = tuple(eval_records)
+        self.output_dir = Path(output_dir)
+        self.callbacks = tuple(callbacks)
+        self.module = adapter.module
+        self.optimization = optimization
+        self.parameters = self._optimizer_parameters()
+        if not self.parameters:
+            raise TrainingError(f"{adapter.spec.model_type}: every parameter is frozen; nothing to train")
+        self.device = self.parameters[0].device
+        self.store = CheckpointStore(self.output_dir / CHECKPOINT_DIR)
+        self.state = TrainerState()
+        self._stop_reason: str | None = None
+        self.dist = DistributedContext()
+
+    def _optimizer_parameters(self) -> list[nn.Parameter]:
+        """Trainable parameters: the plan's routing for the graph (if a plan is given), plus the adapter's heads."""
+        if self.optimization is None:
+            return [p for p in self.module.parameters() if p.requires_grad]
+        if self.optimization.restored or self.optimization.context.mode is not OptimizationMode.TRAINING:
+            raise TrainingError(
+                "the optimization plan given to the Trainer must be active and applied with mode='training'; "
+                "apply it with model.apply_optimization_plan(plan, mode='training') before building the adapter"
+            )
+        routed = {id(p) for p in self.optimization.optimizer_parameters()}
+        in_graph = {id(p) for p in self.adapter.graph.parameters()}
+        return [p for p in self.module.parameters() if p.requires_grad and (id(p) in routed or id(p) not in in_graph)]
+
+    # ------------------------------------------------------------------ public
+    @property
+    def is_main(self) -> bool:
+        """Whether this process is rank 0 (the one that writes)."""
+        return self.dist.is_main
+
+    def request_stop(self, reason: str) -> None:
+        """Stop after the current step (a checkpoint is written); callbacks call this."""
+        self._stop_reason = reason
+
+    def plan(self) -> dict[str, Any]:
+        """The training plan a checkpoint records and a resume must match."""
+        hyper = {k: v for k, v in self.config.to_dict().items() if k not in _NOT_PLAN}
+        if self.config.scheduler == "constant" and self.config.warmup_steps == 0:
+            hyper.pop("max_steps")  # the trajectory does not depend on it: a run may be extended
+        passes = []
+        if self.optimization is not None:
+            for entry in self.optimization.manifest()["passes"]:
+                passes.append({"name": entry["name"], "configuration": entry["configuration"]})
+        return {
+            "adapter": self.adapter.describe(),
+            "optimization": passes,
+            "trainer": hyper,
+            "train_records": _records_digest(self.train_records),
+            "world_size": self.dist.world_size,
+        }
+
+    def fit(self, *, resume: bool = True) -> TrainResult:
+        """Train to ``max_steps`` (or until a callback stops the run).
+
+        Args:
+            resume: continue from the newest valid checkpoint in ``output_dir`` when there is one;
+                ``False`` refuses an output directory that already holds checkpoints.
+
+        Returns:
+            A :class:`TrainResult`.
+
+        Raises:
+            ResumeMismatchError: for a checkpoint written with another plan.
+            TrainingError: for ``resume=False`` on a directory with checkpoints.
+        """
+        self.dist = DistributedContext.from_environment(device=self.device)
+        try:
+            return self._fit(resume=resume)
+        finally:
+            self.dist.close()
+
+    # ------------------------------------------------------------------ the loop
+    def _fit(self, *, resume: bool) -> TrainResult:
+        config = self.config
+        self.state = TrainerState()
+        self._stop_reason = None
+        seed_everything(config.seed + self.dist.rank)
+        optimizer = torch.optim.AdamW(
+            self.parameters,
+            lr=config.learning_rate,
+            betas=(config.adam_beta1, config.adam_beta2),
+            eps=config.adam_eps,
+            weight_decay=config.weight_decay,
+        )
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, learning_rate_factor(config))
+        sampler = LengthBucketBatchSampler(
+            [record.duration_s for record in self.train_records],
+            batch_size=config.batch_size,
+            seed=config.seed,
+            bucket_batches=config.bucket_batches,
+            num_replicas=self.dist.world_size,
+            rank=self.dist.rank,
+        )
+        resumed_from = None
+        if resume:
+            resumed_from = self._resume(optimizer, scheduler)
+        else:
+            self._refuse_existing()
+        model: nn.Module = self.module
+        if self.dist.enabled:
+            model = nn.parallel.DistributedDataParallel(self.module)
+        self.module.train()
+        for callback in self.callbacks:
+            callback.on_train_start(self)
+        metrics: Metrics = {}
+        last_checkpoint: Path | None = None
+        batches = sampler.batches(self.state.epoch)
+        while self.state.step < config.max_steps and self._stop_reason is None:
+            loss_sum = 0.0
+            for micro in range(config.grad_accumulation_steps):
+                if self.state.batch_index >= len(batches):
+                    self.state.epoch += 1
+                    self.state.batch_index = 0
+                    batches = sampler.batches(self.state.epoch)
+                indices = batches[self.state.batch_index]
+                self.state.batch_index += 1
+                batch = self.adapter.collate([self.train_records[i] for i in indices]).to(self.device)
+                last_micro = micro == config.grad_accumulation_steps - 1
+                sync = contextlib.nullcontext() if last_micro or not self.dist.enabled else model.no_sync()  # type: ignore[operator]
+                with sync:
+                    with self._autocast():
+                        loss = model(batch)["loss"]
+                    (loss / config.grad_accumulation_steps).backward()
+                loss_sum += float(loss.detach())
+            mean_loss = self.dist.mean(loss_sum / config.grad_accumulation_steps)  # the same on every rank
+            if not math.isfinite(mean_loss):
+                raise TrainingError(
+                    f"step {self.state.step + 1}: the loss is {mean_loss}; the step was not applied; lower "
+                    f"learning_rate or check the data (the last checkpoint is still valid)"
+                )
+            learning_rate = float(optimizer.param_groups[0]["lr"])
+            max_norm = config.max_grad_norm if config.max_grad_norm is not None else math.inf
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters, max_norm))
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            self.state.step += 1
+            metrics = {"loss": mean_loss, "learning_rate": learning_rate, "grad_norm": grad_norm}
+            for callback in self.callbacks:
+                callback.on_step_end(self, metrics)
+            at_end = self.state.step >= config.max_steps
+            if self.eval_records and (
+                (config.eval_every_steps and self.state.step % config.eval_every_steps == 0) or at_end
+            ):
+                evaluation = self.evaluate()
+                metrics = {**metrics, **evaluation}
+                for callback in self.callbacks:
+                    callback.on_evaluate(self, evaluation)
+            due = config.checkpoint_every_steps and self.state.step % config.checkpoint_every_steps == 0
+            if due or (config.checkpoint_at_end and (at_end or self._stop_reason is not None)):
+                last_checkpoint = self._save(optimizer, scheduler)
+        for callback in self.callbacks:
+            callback.on_train_end(self)
+        return TrainResult(
+            step=self.state.step,
+            resumed_from=resumed_from,
+            stop_reason=self._stop_reason,
+            metrics=metrics,
+            checkpoint=last_checkpoint if self.is_main else None,
+        )
+
+    def _autocast(self) -> contextlib.AbstractContextManager[object]:
+        if self.config.precision == "bfloat16":
+            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def evaluate(self) -> Metrics:
+        """Mean loss over the evaluation records (each rank its slice; reduced), without gradients.
+
+        Returns:
+            ``{"eval_loss": ...}`` (utterance-weighted mean).
+        """
+        sampler = LengthBucketBatchSampler(
+            [record.duration_s for record in self.eval_records],
+            batch_size=self.config.batch_size,
+            shuffle=False,
+            bucket_batches=1,
+            num_replicas=self.dist.world_size,
+            rank=self.dist.rank,
+        )
+        total, count = 0.0, 0.0
+        was_training = self.module.training
+        self.module.eval()
+        try:
+            with torch.no_grad(), self._autocast():
+                for indices in sampler.batches(0):
+                    batch: TrainingBatch = self.adapter.collate([self.eval_records[i] for i in indices])
+                    loss = self.module(batch.to(self.device))["loss"]
+                    total += float(loss) * batch.size
+                    count += batch.size
+        finally:
+            self.module.train(was_training)
+        total, count = self.dist.sum([total, count])
+        return {"eval_loss": total / max(count, 1.0)}
+
+    # ------------------------------------------------------------------ checkpoints
+    def _callback_states(self) -> list[object]:
+        states: list[object] = []
+        for callback in self.callbacks:
+            if isinstance(callback, EarlyStopping):
+                state = callback.state_dict()
+                states.append({**state, "best": state["best"] if math.isfinite(state["best"]) else None})
+            else:
+                states.append(None)
+        return states
+
+    def _save(self, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler) -> Path | None:
+        rng_states = self.dist.gather(capture_rng_state())
+        path: Path | None = None
+        if self.is_main:
+            state = {
+                **dataclasses.asdict(self.state),
+                "plan": self.plan(),
+                "callbacks": self._callback_states(),
+            }
+            checkpoint = self.store.save(
+                self.state.step,
+                {
+                    MODEL_FILE: _torch_writer(self.module.state_dict()),
+                    OPTIMIZER_FILE: _torch_writer(
+                        {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+                    ),
+                    RNG_FILE: _torch_writer({"ranks": rng_states}),
+                    STATE_FILE: _bytes_writer(strict_json.dumps(state, indent=2).encode("utf-8")),
+                },
+            )
+            self.store.prune(self.config.keep_checkpoints)
+            path = checkpoint.path
+        self.dist.barrier()
+        shared = self.dist.broadcast(str(path) if path is not None else None)
+        for callback in self.callbacks:
+            callback.on_checkpoint(self, Path(str(shared)))
+        return path
+
+    def _refuse_existing(self) -> None:
+        if self.store.candidates():
+            raise TrainingError(
+                f"{self.store.directory} already holds checkpoints; resume (resume=True, or --resume) or choose "
+                f"another output directory"
+            )
+
+    def _resume(self, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler) -> int | None:
+        found: Checkpoint | None = None
+        if self.is_main:
+            found = self.store.latest()
+        chosen = self.dist.broadcast(str(found.path) if found is not None else None)
+        if chosen is None:
+            return None
+        checkpoint = found if found is not None else self.store.verify(Path(str(chosen)))
+        try:
+            state = strict_json.loads(checkpoint.file(STATE_FILE).read_bytes())
+        except ValueError as err:
+            raise TrainingCheckpointError(
+                f"{checkpoint.path}: unreadable {STATE_FILE}: {err}", path=checkpoint.path
+            ) from err
+        differences = tuple(_differences(state["plan"], strict_json.loads(strict_json.dumps(self.plan()))))
+        if differences:
+            raise ResumeMismatchError(checkpoint.path, differences)
+        self.module.load_state_dict(self._load(checkpoint, MODEL_FILE))
+        saved = self._load(checkpoint, OPTIMIZER_FILE)
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        restore_rng_state(self._load(checkpoint, RNG_FILE)["ranks"][self.dist.rank])
+        self.state = TrainerState(step=state["step"], epoch=state["epoch"], batch_index=state["batch_index"])
+        for callback, callback_state in zip(self.callbacks, state["callbacks"], strict=False):
+            if isinstance(callback, EarlyStopping) and callback_state is not None:
+                best = callback_state["best"]
+                callback.load_state_dict(
+                    {
+                        **callback_state,
+                        "best": best if best is not None else (math.inf if callback.mode == "min" else -math.inf),
+                    }
+                )
+        return checkpoint.step
+
+    def _load(self, checkpoint: Checkpoint, name: str) -> Any:
+        data = checkpoint.file(name).read_bytes()
+        try:
+            return torch.load(io.BytesIO(data), map_location=self.device, weights_only=True)
+        except Exception as err:  # torch raises several types for a damaged pickle
+            raise TrainingCheckpointError(
+                f"{checkpoint.path}: cannot load {name}: {err}", path=checkpoint.path
+            ) from err
+
+
+def _differences(saved: Any, current: Any, prefix: str = "") -> Iterator[tuple[str, object, object]]:
+    if isinstance(saved, dict) and isinstance(current, dict):
+        for key in sorted(set(saved) | set(current)):
+            yield from _differences(saved.get(key), current.get(key), f"{prefix}.{key}" if prefix else key)
+    elif saved != current:
+        yield (prefix, saved, current)
+
+
+__all__ = ["TrainResult", "Trainer", "TrainerConfig", "TrainerState", "learning_rate_factor"]

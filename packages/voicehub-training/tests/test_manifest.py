@@ -1,0 +1,113 @@
+"""JSONL manifests: validation reports every bad row at once, with line numbers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile
+
+from voicehub.training import DataContract, ManifestError, ManifestField
+from voicehub.training.manifest import ManifestRecord, Segment, read_manifest, write_manifest
+from voicehub_training_test_data import LIBRIVOX_DIR
+
+CONTRACT = DataContract(required_fields=(ManifestField.TEXT,), sample_rate=16000, max_duration_s=30.0)
+CLIP = LIBRIVOX_DIR / "sense_and_sensibility_01_austen_64kb-0880.wav"  # 2.99 s, 16 kHz
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_read_manifest_resolves_relative_paths_and_keeps_fields(tmp_path: Path) -> None:
+    (tmp_path / "clip.wav").symlink_to(CLIP)
+    row = {
+        "audio_path": "clip.wav",
+        "duration_s": 2.99,
+        "text": "he was not an ill disposed young man",
+        "speaker": "reader",
+        "segments": [{"start_s": 0.2, "end_s": 2.7}],
+    }
+    manifest = _write(tmp_path / "train.jsonl", [json.dumps(row)])
+    (record,) = read_manifest(manifest, CONTRACT)
+    assert record.audio_path == tmp_path / "clip.wav"
+    assert record.text == "he was not an ill disposed young man" and record.speaker == "reader"
+    assert record.recording == str(tmp_path / "clip.wav") and record.line == 1
+    assert record.segments == (Segment(start_s=0.2, end_s=2.7),)
+    written = write_manifest([record], tmp_path / "copy.jsonl")
+    assert read_manifest(written, CONTRACT) == (record,)
+
+
+def test_read_manifest_reports_every_bad_row_with_its_line(tmp_path: Path) -> None:
+    (tmp_path / "clip.wav").symlink_to(CLIP)
+    samples, _ = soundfile.read(CLIP, dtype="float32")
+    soundfile.write(tmp_path / "clip_8k.wav", samples[::2], 8000)  # decimated: 8 kHz, 2.99 s
+    good = {"audio_path": "clip.wav", "duration_s": 2.99, "text": "he was not an ill disposed young man"}
+    lines = [
+        json.dumps(good),  # 1: fine
+        json.dumps({**good, "audio_path": "missing.wav"}),  # 2: missing file
+        json.dumps({**good, "audio_path": "clip_8k.wav"}),  # 3: wrong sample rate
+        json.dumps({**good, "text": "  "}),  # 4: empty transcript
+        json.dumps({**good, "duration_s": -1.0}),  # 5: negative duration
+        '{"audio_path": "clip.wav", "duration_s": 2.99,',  # 6: bad JSON
+        "",  # 7: blank, skipped
+        json.dumps({"audio_path": "clip.wav", "duration_s": 2.99}),  # 8: no transcript
+        json.dumps({**good, "duration_s": 5.0}),  # 9: header says 2.99 s
+    ]
+    with pytest.raises(ManifestError) as caught:
+        read_manifest(_write(tmp_path / "bad.jsonl", lines), CONTRACT)
+    found = {(p.line, p.field) for p in caught.value.problems}
+    assert found == {
+        (2, "audio_path"),
+        (3, "audio_path"),
+        (4, "text"),
+        (5, "duration_s"),
+        (6, "json"),
+        (8, "text"),
+        (9, "duration_s"),
+    }
+    message = str(caught.value)
+    assert "7 bad row(s)" in message
+    assert "line 2: audio_path: missing file" in message
+    assert "line 3: audio_path: wrong sample rate: clip_8k.wav is 8000 Hz, the model trains at 16000 Hz" in message
+    assert "line 4: text: expected a non-empty string, got an empty transcript" in message
+    assert "line 5: duration_s: expected seconds > 0, got -1.0" in message
+    assert "line 6: json: not valid JSON" in message
+    assert "line 9: duration_s: 5.0 s, but the file holds 2.990 s" in message
+
+
+def test_read_manifest_checks_segments_and_unknown_fields(tmp_path: Path) -> None:
+    (tmp_path / "clip.wav").symlink_to(CLIP)
+    contract = DataContract(required_fields=(ManifestField.SEGMENTS,), sample_rate=16000, frame_num_samples=512)
+    base = {"audio_path": "clip.wav", "duration_s": 2.99}
+    lines = [
+        json.dumps({**base, "segments": [{"start_s": 1.0, "end_s": 0.5}]}),
+        json.dumps({**base, "segments": [{"start_s": 0.0, "end_s": 1.0}, {"start_s": 0.5, "end_s": 2.0}]}),
+        json.dumps({**base, "segments": [[0.0, 1.0]]}),
+        json.dumps({**base, "segments": [], "transcript": "x"}),
+        json.dumps(base),
+    ]
+    with pytest.raises(ManifestError) as caught:
+        read_manifest(_write(tmp_path / "vad.jsonl", lines), contract)
+    assert [(p.line, p.field) for p in caught.value.problems] == [
+        (1, "segments"),
+        (2, "segments"),
+        (3, "segments"),
+        (4, "transcript"),
+        (5, "segments"),
+    ]
+
+
+def test_empty_manifest_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match="holds no rows"):
+        read_manifest(_write(tmp_path / "empty.jsonl", [""]), CONTRACT)
+
+
+def test_record_to_dict_round_trips_through_a_manifest(tmp_path: Path) -> None:
+    record = ManifestRecord(audio_path=CLIP, duration_s=2.99, text="t", recording="chapter1")
+    written = write_manifest([record], tmp_path / "m.jsonl")
+    assert read_manifest(written, CONTRACT)[0].recording == "chapter1"
+    assert np.isclose(read_manifest(written, CONTRACT)[0].duration_s, 2.99)

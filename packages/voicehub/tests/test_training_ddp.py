@@ -1,0 +1,58 @@
+"""DDP through torchrun (2 gloo processes on the CPU) against one process with the same global batch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from voicehub import AutoModel
+from voicehub_training_ddp_run import run
+
+HERE = Path(__file__).resolve().parent
+TOLERANCE = 5e-5
+"""Largest parameter difference accepted after 2 AdamW steps at lr 1e-3 (5 % of one step's largest update).
+
+The runs differ only in float summation order (padded batches of 2 vs 4 rows, gradients averaged
+by all-reduce); AdamW's first steps scale each gradient element by its own magnitude
+(``lr * g / (|g| + eps)``), which turns rounding differences of near-zero gradients into update
+differences: measured 8.7e-6 here."""
+
+
+@pytest.mark.slow
+def test_two_gloo_ranks_end_with_the_single_process_parameters(tmp_path: Path) -> None:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+        str(HERE / "voicehub_training_ddp_run.py"), str(tmp_path / "ddp"), "2",
+    ]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = sorted(str(p.relative_to(tmp_path / "ddp")) for p in (tmp_path / "ddp").rglob("*"))
+    assert written == [  # rank 0 alone wrote one checkpoint (a second writer would leave staging or a clash)
+        "checkpoints",
+        "checkpoints/step-00000002",
+        "checkpoints/step-00000002/manifest.json",
+        "checkpoints/step-00000002/model.pt",
+        "checkpoints/step-00000002/optimizer.pt",
+        "checkpoints/step-00000002/rng.pt",
+        "checkpoints/step-00000002/trainer_state.json",
+    ]
+    distributed = torch.load(tmp_path / "ddp/checkpoints/step-00000002/model.pt", weights_only=True)
+    rng = torch.load(tmp_path / "ddp/checkpoints/step-00000002/rng.pt", weights_only=True)
+    assert len(rng["ranks"]) == 2  # both ranks' random streams, gathered to rank 0
+
+    initial = AutoModel.from_pretrained(model_type="vad_silero").load_for_training()
+    assert initial.runtime is not None
+    before = {f"graph.{name}": tensor for name, tensor in initial.runtime.module.state_dict().items()}
+    single = run(tmp_path / "single", 4).module.state_dict()
+    differences = {name: float((distributed[name] - single[name]).abs().max()) for name in single}
+    print("largest DDP vs single-process difference:", max(differences.values()))
+    assert max(differences.values()) <= TOLERANCE, sorted(differences.items(), key=lambda kv: -kv[1])[:3]
+    trained = [name for name in single if not torch.equal(distributed[name], before[name])]
+    assert trained and all(name.startswith("graph.branches.16k.") for name in trained)
+    assert min(float((distributed[n] - before[n]).abs().max()) for n in trained) > 10 * TOLERANCE
