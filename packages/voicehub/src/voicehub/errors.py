@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterable
 
-from voicehub.core.errors import InferenceOptionError, UnknownModelError
+from voicehub.core.errors import InferenceOptionError, LifecycleError, UnknownModelError
 
 
 class UnknownInferenceOptionError(InferenceOptionError, TypeError):
@@ -44,4 +45,12 @@ class NoModelForTaskError(UnknownModelError):
         )
 
 
-__all__ = ["NoModelForTaskError", "UnknownInferenceOptionError"]
+class UnpicklableModelError(LifecycleError, pickle.PicklingError):
+    """A wrapper cannot be pickled as a recipe in its current state (see :mod:`voicehub._recipe`).
+
+    It is a ``pickle.PicklingError`` (what ``pickle``, ``cloudpickle`` and Ray callers catch) and a
+    ``LifecycleError``; the message names what blocks pickling and the fix.
+    """
+
+
+__all__ = ["NoModelForTaskError", "UnknownInferenceOptionError", "UnpicklableModelError"]
