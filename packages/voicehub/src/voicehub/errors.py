@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterable
 
-from voicehub.core.errors import InferenceOptionError, LifecycleError, UnknownModelError
+from voicehub.core.errors import ConfigError, InferenceOptionError, LifecycleError, UnknownModelError, VoiceHubError
 
 
 class UnknownInferenceOptionError(InferenceOptionError, TypeError):
@@ -53,4 +53,25 @@ class UnpicklableModelError(LifecycleError, pickle.PicklingError):
     """
 
 
-__all__ = ["NoModelForTaskError", "UnknownInferenceOptionError", "UnpicklableModelError"]
+class BatchInputError(ConfigError):
+    """A corpus job's inputs or settings are unusable (an unreadable manifest, no inputs, a bad option).
+
+    The message names the argument, what was expected and what was given.
+    """
+
+
+class BatchItemError(VoiceHubError, RuntimeError):
+    """A file failed in a corpus job run with ``on_error="raise"``.
+
+    Built from one message string (it crosses process boundaries: workers pickle it back to the
+    driver), naming the file, the step and the original error.
+    """
+
+
+__all__ = [
+    "BatchInputError",
+    "BatchItemError",
+    "NoModelForTaskError",
+    "UnknownInferenceOptionError",
+    "UnpicklableModelError",
+]
