@@ -6,7 +6,7 @@ pool of ``workers`` actors (:class:`_RayWorker`), each holding one
 :class:`~voicehub.batch._worker.BatchWorker` (models load once per actor, from the pickled
 recipes), with ``cpus_per_worker`` CPUs (torch threads pinned to them) and ``gpus_per_worker``
 GPUs (fractions allowed) reserved per actor. Ray streams the batches with back-pressure and
-retries failed tasks; the driver receives each output block and writes it as one part, so
+restarts lost actors; the driver receives each output block and writes it as one part, so
 resuming and exactly-once writing work as with the local engine.
 """
 
@@ -75,11 +75,9 @@ def run_ray(
         fn_constructor_args=(tuple(steps), on_error, cpus_per_worker),
         batch_size=batch_size,
         batch_format="pyarrow",
-        concurrency=workers,
+        compute=data.ActorPoolStrategy(size=workers),
         num_cpus=cpus_per_worker,
         num_gpus=gpus_per_worker or None,
-        max_restarts=2,
-        max_task_retries=2,
     )
     yield from mapped.iter_batches(batch_size=None, batch_format="pyarrow")
 
