@@ -100,7 +100,9 @@ def _check_equals_plain_loop(output: Path, expected: Reference) -> None:
 
 
 @pytest.mark.slow  # ~15 s on an idle 2-core machine (worker start-up included), over a minute under load
-def test_local_engine_equals_the_plain_loop_on_200_real_clips(corpus: list[str], plain_loop: Any, tmp_path: Path) -> None:
+def test_local_engine_equals_the_plain_loop_on_200_real_clips(
+    corpus: list[str], plain_loop: Any, tmp_path: Path
+) -> None:
     seen: list[int] = []
     summary = map_corpus(
         corpus,
@@ -175,7 +177,10 @@ def test_a_job_killed_midway_and_resumed_writes_each_input_exactly_once(tmp_path
     script.write_text(_KILLED_JOB)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_WAIT_POLICY": "PASSIVE"}
     job = subprocess.Popen(
-        [sys.executable, str(script), str(output), *paths], stdout=subprocess.PIPE, text=True, env=env,
+        [sys.executable, str(script), str(output), *paths],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
         start_new_session=True,
     )
     try:
@@ -228,7 +233,7 @@ def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path) -> None:
 def test_an_output_with_parts_is_refused_without_resume_and_with_other_steps(tmp_path: Path) -> None:
     clip = str(SOURCES[1])
     map_corpus([clip], ["vad"], output=tmp_path / "out", workers=1)
-    with pytest.raises(OutputPathError, match="already holds 1 part.*resume=True"):
+    with pytest.raises(OutputPathError, match=r"already holds 1 part.*resume=True"):
         map_corpus([clip], ["vad"], output=tmp_path / "out", resume=False)
     with pytest.raises(OutputPathError, match=r"holds columns .* this job writes"):
         map_corpus([clip], ["embed"], output=tmp_path / "out")

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from voicehub import AutoModel
-from voicehub.architectures.xvector import XVectorConfig
 from voicehub._recipe import RECIPE_SCHEMA_VERSION, ModelRecipe, recipe_of
+from voicehub.architectures.xvector import XVectorConfig
 from voicehub.core.tasks import SpeechTask
 from voicehub.errors import UnpicklableModelError
 from voicehub.modeling import AnySpeechModel

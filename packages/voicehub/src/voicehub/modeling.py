@@ -463,7 +463,8 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         """
         plan, self._pending_plan = self._pending_plan, ()
         try:
-            self._optimization.apply(list(plan or ()), mode=RuntimeState.INFERENCE, architecture=self.architecture_spec())
+            architecture = self.architecture_spec()
+            self._optimization.apply(list(plan or ()), mode=RuntimeState.INFERENCE, architecture=architecture)
         except BaseException:
             self._pending_plan = plan
             self._runtime, self._device, self._state = None, None, RuntimeState.CREATED

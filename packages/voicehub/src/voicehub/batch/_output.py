@@ -80,7 +80,9 @@ class BatchSummary:
         document: dict[str, object] = {"type": "batch_summary"}
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            document[field.name] = str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
+            document[field.name] = (
+                str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
+            )
         return document
 
 

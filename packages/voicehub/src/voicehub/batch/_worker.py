@@ -21,6 +21,7 @@ Columns (one row per input path, in the batch's order):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
     from voicehub.modeling import AnySpeechModel
 
 OnError = Literal["record", "raise"]
-"""What a failing file does: ``record`` an error row and go on, or ``raise`` :class:`~voicehub.errors.BatchItemError`."""
+"""What a failing file does: ``record`` an error row and go on, or ``raise``
+:class:`~voicehub.errors.BatchItemError`."""
 
 STEP_TASKS: Mapping[str, SpeechTask] = {
     "vad": SpeechTask.VOICE_ACTIVITY_DETECTION,
@@ -133,10 +135,8 @@ def pin_torch_threads(num_threads: int) -> None:
     import torch
 
     torch.set_num_threads(num_threads)
-    try:
+    with contextlib.suppress(RuntimeError):  # already set, or inter-op work already started in this process
         torch.set_num_interop_threads(1)
-    except RuntimeError:  # already set, or inter-op work already started in this process
-        pass
 
 
 class BatchWorker:

@@ -5,6 +5,7 @@
 * :mod:`voicehub.cli.embed`: ``voicehub embed`` (speaker embeddings);
 * :mod:`voicehub.cli.verify`: ``voicehub verify`` (same-speaker decisions);
 * :mod:`voicehub.cli.transcribe`: ``voicehub transcribe`` (speech to text: txt, json, srt, vtt, tsv);
+* :mod:`voicehub.cli.batch`: ``voicehub batch vad|embed|transcribe`` (corpus jobs into Parquet, local or Ray);
 * :mod:`voicehub.cli.evaluate`: ``voicehub evaluate asr MANIFEST`` (WER with jiwer, real-time factor).
 
 A new command is a module here with one ``click`` command, added to :data:`main` below with one
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import click
 
+from voicehub.cli.batch import batch_group
 from voicehub.cli.embed import embed_command
 from voicehub.cli.evaluate import evaluate_group
 from voicehub.cli.models import models_command, weights_install_command, weights_status
@@ -36,5 +38,6 @@ main.add_command(embed_command)
 main.add_command(verify_command)
 main.add_command(transcribe_command)
 main.add_command(evaluate_group)
+main.add_command(batch_group)
 
 __all__ = ["main", "models_command", "weights_install_command", "weights_status"]
