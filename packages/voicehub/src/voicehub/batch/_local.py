@@ -7,9 +7,10 @@ and none pays torch's import again (seconds, much more on a loaded machine). The
 long as the driver process, so later jobs start faster still. Each worker pins its torch
 threads to ``cpus_per_worker`` and builds one :class:`~voicehub.batch._worker.BatchWorker`
 from the job's steps, whose wrappers arrive as pickled recipes and load once, on that
-worker's first batch. At most two batches per worker are in flight (back-pressure: the driver never queues the whole corpus). Results come back in
-completion order. Scripts that call the local engine need the usual ``if __name__ == "__main__":``
-guard, since the workers re-import the main module.
+worker's first batch. At most two batches per worker are in flight (back-pressure: the driver
+never queues the whole corpus). Results come back in completion order. Scripts that call the
+local engine need the usual ``if __name__ == "__main__":`` guard, since the workers re-import
+the main module.
 """
 
 from __future__ import annotations
