@@ -131,6 +131,7 @@ def test_ray_engine_equals_the_plain_loop_on_200_real_clips(
 ) -> None:
     ray = pytest.importorskip("ray", reason="the ray engine's extra (voicehub[ray]) is not installed")
     monkeypatch.setenv("RAY_memory_monitor_refresh_ms", "0")
+    monkeypatch.setenv("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # same interpreter: do not ship the checkout
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         summary = map_corpus(corpus, _steps(), output=tmp_path / "out", engine="ray", workers=2, batch_size=25)
