@@ -12,11 +12,12 @@ and a file that fails becomes a row with its ``error`` set and null results, nev
 Columns (one row per input path, in the batch's order):
 
 * ``path`` (string): the input as given; ``duration_s`` (float64, null when unreadable): from the
-  file header (else the first step's output);
+  file header (else the first step's output), kept when a later step fails;
 * ``vad_segments``: list of ``{start_s, end_s, score}`` (seconds, float64);
 * ``embedding``: list of float32;
 * ``text`` (string) and ``transcript_segments``: list of ``{start_s, end_s, text}``;
-* ``error`` (string, null when the file succeeded): ``"<step>: <ErrorType>: <message>"``.
+* ``error`` (string, null when the file succeeded): ``"<step>: <ErrorType>: <message>"`` (step
+  ``read`` for a file that cannot be read); a failed file's results are all null.
 """
 
 from __future__ import annotations
@@ -161,6 +162,7 @@ class BatchWorker:
         row: dict[str, object] = {name: None for name in self.schema.names}
         row["path"] = path
         stage = "read"
+        duration_s: float | None = None
         try:
             duration_s = _header_duration_s(path)
             for step in self.steps:
@@ -168,13 +170,13 @@ class BatchWorker:
                 columns, step_duration_s = _RUNNERS[step.name](step.model, path)
                 row.update(columns)
                 duration_s = step_duration_s if duration_s is None else duration_s
-            row["duration_s"] = duration_s
         except Exception as err:
             message = f"{stage}: {type(err).__name__}: {err}"
             if self.on_error == "raise":
                 raise BatchItemError(f"{path}: {message}") from err
-            row.update({name: None for name in self.schema.names if name != "path"})
+            row.update({name: None for name in self.schema.names if name not in ("path", "duration_s")})
             row["error"] = message
+        row["duration_s"] = duration_s  # kept for a readable file whose step failed (its hours still count)
         return row
 
     def __call__(self, paths: Sequence[str]) -> pa.Table:
