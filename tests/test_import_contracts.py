@@ -66,3 +66,16 @@ def test_planted_framework_import_in_core_is_refused(tmp_path: Path, module: str
     assert result.returncode == 1
     assert "The core layer imports no torch and no h5py" in result.stdout
     assert f"voicehub.core._planted -> {module} (l.5)" in result.stdout
+
+
+@pytest.mark.parametrize("where", ["batch/corpus.py", "models/_planted.py"])
+def test_planted_ray_import_outside_the_ray_engine_is_refused(tmp_path: Path, where: str) -> None:
+    root = _copy_tree(tmp_path)
+    target = root / "packages" / "voicehub" / "src" / "voicehub" / where
+    text = target.read_text() if target.exists() else '"""planted"""\n'
+    target.write_text(text + "\nimport ray.data  # planted\n")
+    result = _lint(root)
+    assert result.returncode == 1
+    assert "Only voicehub.batch._ray imports ray" in result.stdout
+    module = "voicehub." + where.removesuffix(".py").replace("/", ".")
+    assert f"{module} -> ray" in result.stdout

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterable
 
-from voicehub.core.errors import InferenceOptionError, UnknownModelError
+from voicehub.core.errors import ConfigError, InferenceOptionError, LifecycleError, UnknownModelError, VoiceHubError
 
 
 class UnknownInferenceOptionError(InferenceOptionError, TypeError):
@@ -44,4 +45,33 @@ class NoModelForTaskError(UnknownModelError):
         )
 
 
-__all__ = ["NoModelForTaskError", "UnknownInferenceOptionError"]
+class UnpicklableModelError(LifecycleError, pickle.PicklingError):
+    """A wrapper cannot be pickled as a recipe in its current state (see :mod:`voicehub._recipe`).
+
+    It is a ``pickle.PicklingError`` (what ``pickle``, ``cloudpickle`` and Ray callers catch) and a
+    ``LifecycleError``; the message names what blocks pickling and the fix.
+    """
+
+
+class BatchInputError(ConfigError):
+    """A corpus job's inputs or settings are unusable (an unreadable manifest, no inputs, a bad option).
+
+    The message names the argument, what was expected and what was given.
+    """
+
+
+class BatchItemError(VoiceHubError, RuntimeError):
+    """A file failed in a corpus job run with ``on_error="raise"``.
+
+    Built from one message string (it crosses process boundaries: workers pickle it back to the
+    driver), naming the file, the step and the original error.
+    """
+
+
+__all__ = [
+    "BatchInputError",
+    "BatchItemError",
+    "NoModelForTaskError",
+    "UnknownInferenceOptionError",
+    "UnpicklableModelError",
+]

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
 
 from voicehub._call_gate import CallGate
+from voicehub._recipe import rebuild, recipe_of
 from voicehub.core import strict_json
 from voicehub.core.checkpoint import check_tensor_values, read_safetensors
 from voicehub.core.config import Config
@@ -85,6 +86,8 @@ from voicehub.registry.errors import CheckpointNotFoundError
 
 if TYPE_CHECKING:
     import torch
+
+    from voicehub.optimization import OptimizationPass
 
 ConfigT = TypeVar("ConfigT", bound=ModelConfig)
 OptionsT = TypeVar("OptionsT", bound=Config)
@@ -226,6 +229,33 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         self.default_options: OptionsT = self._check_options_instance(
             options if options is not None else self._default_options()
         )
+        self._pending_plan: tuple[OptimizationPass, ...] | None = None  # from a pickled recipe: applied on load
+
+    # ------------------------------------------------------------------ pickling (voicehub._recipe)
+    def __reduce__(self) -> tuple[Callable[..., object], tuple[object, ...]]:
+        """Pickle as a :class:`~voicehub._recipe.ModelRecipe`; unpickling gives a lazily loading wrapper.
+
+        Raises:
+            UnpicklableModelError: for a wrapper loaded for training, a tainted or unpicklable
+                optimization plan, or task state that does not pickle (the message says which).
+        """
+        with self._lock:
+            return rebuild, (recipe_of(self),)
+
+    def _recipe_extras(self) -> dict[str, object]:
+        """State a task base adds to the pickled recipe (default: none); see :meth:`_apply_recipe_extras`."""
+        return {}
+
+    def _apply_recipe_extras(self, extras: Mapping[str, object]) -> None:
+        """Restore :meth:`_recipe_extras` into a wrapper rebuilt from a recipe (default: there are none).
+
+        Raises:
+            UnpicklableModelError: for state this wrapper does not know.
+        """
+        if extras:
+            from voicehub.errors import UnpicklableModelError
+
+            raise UnpicklableModelError(f"{type(self).__name__}: unknown pickled state {sorted(extras)}")
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -393,10 +423,12 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
 
     def _enter(self, target: RuntimeState) -> RuntimeT:
         runtime = self._runtime
-        if runtime is not None and self._state is target:  # fast path, no lock
+        if runtime is not None and self._state is target and self._pending_plan is None:  # fast path, no lock
             return runtime
         with self._lock:
             if self._runtime is not None and self._state is target:
+                if self._pending_plan and target is RuntimeState.INFERENCE:
+                    self._apply_pending_plan()
                 return self._runtime
             self._optimization.check_mode_change(target)
             training = target is RuntimeState.TRAINING
@@ -419,7 +451,25 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
                 raise
             self._runtime = runtime
             self._state = target
-            return runtime
+            if self._pending_plan and target is RuntimeState.INFERENCE:
+                self._apply_pending_plan()
+            return self._runtime
+
+    def _apply_pending_plan(self) -> None:
+        """Apply the plan carried by a pickled recipe, under the lock; a failure unloads and keeps it pending.
+
+        While it is applied, ``_pending_plan`` is ``()``: other threads wait for the lock, this one
+        passes through its own nested ``load()``.
+        """
+        plan, self._pending_plan = self._pending_plan, ()
+        try:
+            architecture = self.architecture_spec()
+            self._optimization.apply(list(plan or ()), mode=RuntimeState.INFERENCE, architecture=architecture)
+        except BaseException:
+            self._pending_plan = plan
+            self._runtime, self._device, self._state = None, None, RuntimeState.CREATED
+            raise
+        self._pending_plan = None
 
     def _build_runtime(self, *, training: bool) -> RuntimeT:
         device = self._select_device()

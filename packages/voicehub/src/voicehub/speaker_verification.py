@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, TypeVar, overload, runtime_checkable
 
@@ -209,6 +209,21 @@ class PreTrainedSVModel(PreTrainedAudioModel[ConfigT, OptionsT, SpeakerRuntime[E
                 loaded.check_dim(dim)
         self._backend = loaded
         self._backend_chosen = True
+
+    def _recipe_extras(self) -> dict[str, object]:
+        """A pickled wrapper carries the back-end the caller chose (by value; ``None`` when detached)."""
+        return {"backend": self._backend} if self._backend_chosen else {}
+
+    def _apply_recipe_extras(self, extras: Mapping[str, object]) -> None:
+        """Attach the back-end a pickled recipe carried (checked against the encoder on first use)."""
+        from voicehub.plda_backend import PLDABackend
+
+        rest = {key: value for key, value in extras.items() if key != "backend"}
+        super()._apply_recipe_extras(rest)
+        if "backend" in extras:
+            backend = extras["backend"]
+            self._backend = backend if isinstance(backend, PLDABackend) else None
+            self._backend_chosen = True
 
     def _encoder_embedding_dim(self) -> int | None:
         """The size of the embeddings the encoder makes (its ``config.embedding_dim``), or ``None``

@@ -7,7 +7,8 @@
 * :mod:`voicehub.cli.transcribe`: ``voicehub transcribe`` (speech to text: txt, json, srt, vtt, tsv);
 * :mod:`voicehub.cli.synthesize`: ``voicehub synthesize`` (text to speech: a file, one file per line, raw PCM);
 * :mod:`voicehub.cli.evaluate`: ``voicehub evaluate asr MANIFEST`` (WER with jiwer, real-time factor);
-* :mod:`voicehub.cli.train`: ``voicehub train CONFIG`` (training from a run config file).
+* :mod:`voicehub.cli.train`: ``voicehub train CONFIG`` (training from a run config file);
+* :mod:`voicehub.cli.batch`: ``voicehub batch vad|embed|transcribe`` (corpus jobs into Parquet, local or Ray).
 
 A new command is a module here with one ``click`` command, added to :data:`main` below with one
 ``main.add_command(...)`` line. ``python -m voicehub`` runs the same group.
@@ -19,6 +20,7 @@ import os
 
 import click
 
+from voicehub.cli.batch import batch_group
 from voicehub.cli.embed import embed_command
 from voicehub.cli.evaluate import evaluate_group
 from voicehub.cli.models import models_command, weights_install_command, weights_status
@@ -50,5 +52,6 @@ main.add_command(transcribe_command)
 main.add_command(synthesize_command)
 main.add_command(evaluate_group)
 main.add_command(train_command)
+main.add_command(batch_group)
 
 __all__ = ["main", "models_command", "weights_install_command", "weights_status"]

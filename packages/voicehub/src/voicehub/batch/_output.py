@@ -1,0 +1,196 @@
+"""The output directory of a corpus job: Parquet parts written atomically, resume, and the summary.
+
+Layout of ``output/``::
+
+    part-000000.parquet   one part per finished batch (rows of the worker's schema)
+    part-000001.parquet
+    ...
+    summary.json          files, audio hours, failures and this run's throughput
+
+Each part is written to a hidden temporary file in the same directory, flushed to disk, then
+renamed into place (``os.replace``), so a part is either complete or absent: a job killed at any
+moment leaves whole parts and, at worst, a stray ``.part-*.tmp`` that the next run deletes. Only
+the driver writes, so a path is written once per run; with ``resume=True`` the paths already in
+the parts are skipped, so a killed and restarted job writes every input exactly once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from voicehub.core.errors import OutputPathError
+from voicehub.core.files import check_output_directory
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+SUMMARY_FILE_NAME = "summary.json"
+"""The job summary inside the output directory."""
+
+_PART = re.compile(r"^part-(\d{6,})\.parquet$")
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class BatchSummary:
+    """What a corpus job's output directory holds, and how fast this run went.
+
+    Attributes:
+        output: the output directory.
+        files: rows in the output (every input written so far, this run and earlier ones).
+        failures: rows whose ``error`` is set.
+        audio_hours: total duration of the readable files, in hours.
+        processed_files: files written by this run.
+        processed_audio_hours: audio hours written by this run.
+        skipped_files: inputs skipped because an earlier run wrote them (``resume=True``).
+        wall_s: this run's wall time in seconds, engine start-up included.
+        startup_s: seconds from the start of the run until the first batch came back (the
+            engine's start-up: worker processes, imports, model loads, plus one batch).
+        files_per_s: ``processed_files / wall_s``.
+        audio_hours_per_s: ``processed_audio_hours / wall_s``.
+        engine: ``"local"`` or ``"ray"``.
+        workers: worker processes (or Ray actors).
+        steps: the step names, in order.
+        schema_version: version of this record's JSON layout.
+    """
+
+    output: Path
+    files: int
+    failures: int
+    audio_hours: float
+    processed_files: int
+    processed_audio_hours: float
+    skipped_files: int
+    wall_s: float
+    startup_s: float | None
+    files_per_s: float
+    audio_hours_per_s: float
+    engine: str
+    workers: int
+    steps: tuple[str, ...]
+    schema_version: int = 1
+
+    def to_dict(self) -> dict[str, object]:
+        """The summary as JSON-ready values (``type``: ``"batch_summary"``)."""
+        document: dict[str, object] = {"type": "batch_summary"}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            document[field.name] = (
+                str(value) if isinstance(value, Path) else list(value) if isinstance(value, tuple) else value
+            )
+        return document
+
+
+class PartWriter:
+    """Writes a job's Parquet parts into ``output`` and remembers which paths they hold.
+
+    Args:
+        output: the output directory (created if missing).
+        schema: the table schema every part has.
+        resume: read the paths of the parts already there (else the directory must hold no part).
+
+    Raises:
+        OutputPathError: when ``output`` cannot be a directory, or holds parts while ``resume`` is
+            false, or holds a part written with other steps (other columns).
+    """
+
+    def __init__(self, output: str | os.PathLike[str], schema: pa.Schema, *, resume: bool) -> None:
+        import pyarrow.parquet as pq
+
+        self.output = check_output_directory(output, what="batch output directory")
+        self.output.mkdir(parents=True, exist_ok=True)
+        self.schema = schema
+        for stray in self.output.glob(".part-*.tmp"):  # left by a killed run: never renamed, so never counted
+            stray.unlink()
+        parts = self.parts()
+        if parts and not resume:
+            raise OutputPathError(
+                f"batch output directory {self.output} already holds {len(parts)} part(s); pass resume=True "
+                f"(command line: --resume) to continue that job, or choose an empty directory",
+                path=self.output,
+            )
+        self.done: set[str] = set()
+        for part in parts:
+            found = pq.read_schema(part)
+            if found.names != schema.names:
+                raise OutputPathError(
+                    f"{part} holds columns {found.names}, this job writes {schema.names}; resume with the same "
+                    f"steps, or write into another directory",
+                    path=part,
+                )
+            self.done.update(pq.read_table(part, columns=["path"]).column("path").to_pylist())
+        self._next = max((int(_PART.match(p.name).group(1)) for p in parts), default=-1) + 1  # type: ignore[union-attr]
+
+    def parts(self) -> list[Path]:
+        """The finished parts, in order."""
+        return sorted(path for path in self.output.iterdir() if _PART.match(path.name))
+
+    def write(self, table: pa.Table) -> Path:
+        """Write ``table`` as the next part, atomically (temporary file, fsync, rename).
+
+        Raises:
+            OutputPathError: if the part cannot be written (nothing is left behind).
+        """
+        import pyarrow.parquet as pq
+
+        target = self.output / f"part-{self._next:06d}.parquet"
+        staging = self.output / f".part-{self._next:06d}.tmp"
+        try:
+            with open(staging, "wb") as file:
+                pq.write_table(table.cast(self.schema), file)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(staging, target)
+        except OSError as err:
+            staging.unlink(missing_ok=True)
+            raise OutputPathError(f"cannot write {target}: {err}", path=target) from err
+        self._next += 1
+        self.done.update(table.column("path").to_pylist())
+        return target
+
+    def totals(self) -> tuple[int, int, float]:
+        """``(rows, failed rows, audio hours)`` over every part."""
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        rows = failures = 0
+        seconds = 0.0
+        for part in self.parts():
+            table = pq.read_table(part, columns=["duration_s", "error"])
+            rows += table.num_rows
+            failures += table.num_rows - table.column("error").null_count
+            seconds += float(pc.sum(table.column("duration_s")).as_py() or 0.0)
+        return rows, failures, seconds / 3600.0
+
+    def write_summary(self, summary: BatchSummary) -> Path:
+        """Write ``summary.json`` atomically."""
+        target = self.output / SUMMARY_FILE_NAME
+        staging = self.output / f".{SUMMARY_FILE_NAME}.tmp"
+        staging.write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
+        os.replace(staging, target)
+        return target
+
+
+def read_output(output: str | os.PathLike[str], columns: Sequence[str] | None = None) -> pa.Table:
+    """Every part of a job's output as one table, sorted by ``path``.
+
+    Raises:
+        OutputPathError: if ``output`` holds no part.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    directory = Path(output)
+    parts = sorted(p for p in directory.glob("part-*.parquet") if _PART.match(p.name)) if directory.is_dir() else []
+    if not parts:
+        raise OutputPathError(f"{directory} holds no batch output part (part-*.parquet)", path=directory)
+    table = pa.concat_tables([pq.read_table(p, columns=list(columns) if columns else None) for p in parts])
+    return table.sort_by("path")
+
+
+__all__ = ["SUMMARY_FILE_NAME", "BatchSummary", "PartWriter", "read_output"]

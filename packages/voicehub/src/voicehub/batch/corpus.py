@@ -1,0 +1,208 @@
+""":func:`map_corpus`: run task steps over a corpus of audio files, on this machine or on Ray.
+
+The driver (this function) expands the inputs, skips those an earlier run already wrote
+(``resume=True``), cuts the rest into batches of ``batch_size`` paths, hands them to an engine
+and writes each finished batch as one Parquet part (:mod:`voicehub.batch._output`). The
+engines only move batches: the work is the engine-neutral :class:`~voicehub.batch.BatchWorker`,
+so the local and the Ray engine give the same rows as a plain loop.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from voicehub.batch._inputs import expand_inputs
+from voicehub.batch._output import BatchSummary, PartWriter
+from voicehub.batch._worker import STEP_TASKS, OnError, Step, output_schema
+from voicehub.core.device import DeviceLike
+from voicehub.errors import BatchInputError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from voicehub.modeling import AnySpeechModel
+
+Engine = Literal["local", "ray"]
+"""``local``: a process pool on this machine; ``ray``: Ray Data actors (``voicehub[ray]``)."""
+
+StepLike: TypeAlias = "str | Step | AnySpeechModel"
+"""A step: its name (the task's default model), a :class:`Step`, or a wrapper (its task names the step)."""
+
+ProgressCallback = Callable[[int, float], None]
+"""Called after each written part with the files and the audio seconds it held."""
+
+
+def _step(item: StepLike, device: DeviceLike) -> Step:
+    from voicehub.modeling import PreTrainedSpeechModel
+
+    if isinstance(item, Step):
+        return item
+    if isinstance(item, PreTrainedSpeechModel):
+        names = [name for name, task in STEP_TASKS.items() if task is item.task]
+        if not names:
+            raise BatchInputError(
+                f"batch steps: {type(item).__name__} serves {item.task.value}, which no batch step runs; "
+                f"steps run {', '.join(f'{n} ({t.value})' for n, t in STEP_TASKS.items())}"
+            )
+        return Step(name=names[0], model=item)
+    if isinstance(item, str):
+        if item not in STEP_TASKS:
+            raise BatchInputError(f"batch step {item!r}: expected one of {sorted(STEP_TASKS)}")
+        from voicehub.auto import AutoModel, get_default_model_spec
+
+        spec = get_default_model_spec(STEP_TASKS[item])
+        return Step(name=item, model=AutoModel.from_pretrained(model_type=spec.model_type, device=device))
+    raise BatchInputError(
+        f"batch steps: expected step names {sorted(STEP_TASKS)}, Step objects or wrappers, got {type(item).__name__}"
+    )
+
+
+def _positive(value: object, name: str, *, real: bool = False) -> None:
+    kinds = (int, float) if real else (int,)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < (0 if real else 1):
+        raise BatchInputError(
+            f"map_corpus {name}: expected {'a number >= 0' if real else 'an integer >= 1'}, got {value!r}"
+        )
+
+
+def _batches(paths: Sequence[str], batch_size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(paths), batch_size):
+        yield paths[start : start + batch_size]
+
+
+def map_corpus(
+    inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    steps: Sequence[StepLike] = ("vad",),
+    *,
+    output: str | os.PathLike[str],
+    engine: Engine = "local",
+    workers: int | None = None,
+    cpus_per_worker: int = 1,
+    gpus_per_worker: float = 0.0,
+    batch_size: int = 16,
+    on_error: OnError = "record",
+    resume: bool = True,
+    address: str | None = None,
+    device: DeviceLike = "cpu",
+    progress: ProgressCallback | None = None,
+) -> BatchSummary:
+    """Run ``steps`` over every input file; write Parquet parts and ``summary.json`` into ``output``.
+
+    Args:
+        inputs: a list of paths, a directory, a text file of paths or a JSONL manifest (see
+            :func:`voicehub.batch.expand_inputs`).
+        steps: in order; each a step name (``"vad"``, ``"embed"``, ``"transcribe"``: the task's
+            default model on ``device``), a :class:`Step`, or a wrapper (any model of a task a
+            step runs; it is pickled to the workers as a recipe, so its options and active
+            optimization plan go with it).
+        output: the output directory (see :mod:`voicehub.batch._output` for its layout).
+        engine: ``"local"`` (a process pool) or ``"ray"`` (Ray Data actors; ``voicehub[ray]``).
+        workers: worker processes or actors; default: CPUs (``os.cpu_count()``) divided by
+            ``cpus_per_worker``, at least 1, at most one per batch.
+        cpus_per_worker: CPUs per worker; its torch threads are pinned to this many.
+        gpus_per_worker: GPUs reserved per Ray actor (fractions share a GPU); ``ray`` only.
+        batch_size: paths per batch, which is also the unit of a written part (and of the work
+            lost when a job is killed).
+        on_error: ``"record"``: a failing file (missing, empty, corrupt...) becomes a row with
+            ``error`` set and the job goes on; ``"raise"``: the job stops with
+            :class:`~voicehub.errors.BatchItemError` (parts already written stay, for ``resume``).
+        resume: skip the inputs the parts in ``output`` already hold; with ``False`` an
+            ``output`` that holds parts is refused.
+        address: the Ray cluster to join (``"auto"`` for ``ray start``'s); ``ray`` only.
+        device: where the step-name steps' default models run.
+        progress: called after each written part with its file count and audio seconds.
+
+    Returns:
+        The summary, also written as ``output/summary.json``.
+
+    Raises:
+        BatchInputError: for bad inputs, steps or settings (before anything runs).
+        OutputPathError: when ``output`` cannot be written, or holds parts and ``resume`` is false.
+        BatchItemError: with ``on_error="raise"``, for the first failing file.
+        OptionalDependencyError: for ``engine="ray"`` without Ray installed.
+    """
+    started = time.perf_counter()
+    if engine not in ("local", "ray"):
+        raise BatchInputError(f"map_corpus engine: expected 'local' or 'ray', got {engine!r}")
+    if on_error not in ("record", "raise"):
+        raise BatchInputError(f"map_corpus on_error: expected 'record' or 'raise', got {on_error!r}")
+    _positive(cpus_per_worker, "cpus_per_worker")
+    _positive(batch_size, "batch_size")
+    _positive(gpus_per_worker, "gpus_per_worker", real=True)
+    if workers is not None:
+        _positive(workers, "workers")
+    if gpus_per_worker and engine != "ray":
+        raise BatchInputError("map_corpus gpus_per_worker: only the 'ray' engine reserves GPUs; pass engine='ray'")
+    if isinstance(steps, (str, Step)) or not steps:
+        raise BatchInputError(f"map_corpus steps: expected a non-empty list of steps, got {steps!r}")
+    resolved = [_step(item, device) for item in steps]
+    names = [step.name for step in resolved]
+    if len(set(names)) != len(names):
+        raise BatchInputError(f"map_corpus steps: each step may appear once, got {names}")
+    paths = expand_inputs(inputs)
+    writer = PartWriter(output, output_schema(names), resume=resume)
+    todo = [path for path in paths if path not in writer.done]
+    num_batches = -(-len(todo) // batch_size)
+    if workers is None:
+        workers = max(1, (os.cpu_count() or 1) // cpus_per_worker)
+    workers = max(1, min(workers, num_batches))
+    processed_files = 0
+    processed_s = 0.0
+    startup_s: float | None = None
+    tables: Iterator[pa.Table]
+    if not todo:
+        tables = iter(())
+    elif engine == "local":
+        from voicehub.batch._local import run_local
+
+        tables = run_local(
+            _batches(todo, batch_size), resolved, workers=workers, cpus_per_worker=cpus_per_worker, on_error=on_error
+        )
+    else:
+        from voicehub.batch._ray import run_ray
+
+        tables = run_ray(
+            todo,
+            resolved,
+            workers=workers,
+            cpus_per_worker=cpus_per_worker,
+            gpus_per_worker=gpus_per_worker,
+            batch_size=batch_size,
+            on_error=on_error,
+            address=address,
+        )
+    for table in tables:
+        if startup_s is None:
+            startup_s = time.perf_counter() - started
+        writer.write(table)
+        seconds = sum(value for value in table.column("duration_s").to_pylist() if value is not None)
+        processed_files += table.num_rows
+        processed_s += seconds
+        if progress is not None:
+            progress(table.num_rows, seconds)
+    wall_s = time.perf_counter() - started
+    files, failures, audio_hours = writer.totals()
+    summary = BatchSummary(
+        output=writer.output,
+        files=files,
+        failures=failures,
+        audio_hours=audio_hours,
+        processed_files=processed_files,
+        processed_audio_hours=processed_s / 3600.0,
+        skipped_files=len(paths) - len(todo),
+        wall_s=wall_s,
+        startup_s=startup_s,
+        files_per_s=processed_files / wall_s if wall_s > 0 else 0.0,
+        audio_hours_per_s=processed_s / 3600.0 / wall_s if wall_s > 0 else 0.0,
+        engine=engine,
+        workers=workers,
+        steps=tuple(names),
+    )
+    writer.write_summary(summary)
+    return summary
+
+
+__all__ = ["Engine", "ProgressCallback", "StepLike", "map_corpus"]

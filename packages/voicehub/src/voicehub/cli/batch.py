@@ -1,0 +1,158 @@
+"""``voicehub batch vad|embed|transcribe``: a corpus job (:func:`voicehub.batch.map_corpus`) from the command line.
+
+Each subcommand runs one task step over INPUT... on worker processes (``--engine local``) or Ray
+(``--engine ray``), writes Parquet parts and ``summary.json`` into ``--output`` and resumes a
+killed job by default. A file that fails becomes a row with its error; the exit status is then 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from voicehub.cli._inputs import INPUTS_HELP, cli_model_type, default_model_help, expand_audio_inputs
+from voicehub.cli._options import CommonOptions, common_options
+from voicehub.core.errors import VoiceHubError
+
+_LIST_HELP = (
+    " A .txt/.lst/.list file is read as a list of paths (one a line) and a .jsonl file as a manifest "
+    "(one object a line with 'path' or 'audio_filepath'); relative entries are relative to the file."
+)
+
+
+def _inputs(arguments: tuple[str, ...]) -> list[str]:
+    """INPUT... as paths: path lists and manifests through :func:`voicehub.batch.expand_inputs`, the rest as usual."""
+    from voicehub.batch import expand_inputs
+    from voicehub.batch._inputs import MANIFEST_SUFFIXES, PATH_LIST_SUFFIXES
+
+    listed = MANIFEST_SUFFIXES + PATH_LIST_SUFFIXES
+    paths: list[str] = []
+    plain = [a for a in arguments if Path(a).suffix.lower() not in listed]
+    for argument in arguments:
+        if Path(argument).suffix.lower() in listed:
+            paths.extend(expand_inputs(argument))
+    if plain:
+        paths.extend(str(path) for path in expand_audio_inputs(plain))
+    return list(dict.fromkeys(paths))
+
+
+class _Progress:
+    """A tqdm bar over files, with the audio hours done as its postfix."""
+
+    def __init__(self, total: int, enabled: bool, desc: str) -> None:
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=total, desc=desc, unit="file", disable=not enabled, file=sys.stderr)
+        self._seconds = 0.0
+
+    def __call__(self, files: int, seconds: float) -> None:
+        self._seconds += seconds
+        self._bar.set_postfix_str(f"{self._seconds / 3600:.3f} h audio", refresh=False)
+        self._bar.update(files)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def _make_command(step: str, task_help: str) -> click.Command:
+    from voicehub.batch import STEP_TASKS
+
+    task = STEP_TASKS[step]
+
+    @click.command(step, epilog=INPUTS_HELP + _LIST_HELP)
+    @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+    @click.option(
+        "--output",
+        required=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Directory for the Parquet parts (part-NNNNNN.parquet) and summary.json.",
+    )
+    @click.option(
+        "--model", "model_type", default=None, metavar="MODEL_TYPE", help=f"Default: {default_model_help(task)}."
+    )
+    @click.option("--source", default=None, help="Checkpoint of the model: a path, hf:owner/name or dist:...")
+    @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+    @click.option(
+        "--workers", type=int, default=None, metavar="N", help="Worker processes or Ray actors (default: CPUs)."
+    )
+    @click.option("--cpus-per-worker", type=int, default=1, show_default=True, metavar="N")
+    @click.option(
+        "--batch-size", type=int, default=16, show_default=True, metavar="N", help="Files per batch and part."
+    )
+    @click.option(
+        "--resume/--no-resume",
+        default=True,
+        show_default=True,
+        help="Skip the files --output already holds (--no-resume refuses an --output with parts).",
+    )
+    @click.option("--address", default=None, help="Ray cluster to join (auto: the one `ray start` runs); --engine ray.")
+    @common_options
+    def command(
+        inputs: tuple[str, ...],
+        output: Path,
+        model_type: str | None,
+        source: str | None,
+        engine: str,
+        workers: int | None,
+        cpus_per_worker: int,
+        batch_size: int,
+        resume: bool,
+        address: str | None,
+        common: CommonOptions,
+    ) -> None:
+        from voicehub.auto import AutoModel
+        from voicehub.batch import Step, map_corpus
+
+        paths = _inputs(inputs)
+        try:
+            kind = cli_model_type(task, model_type, source)
+            if kind is None and source is None:
+                from voicehub.auto import get_default_model_spec
+
+                kind = get_default_model_spec(task).model_type
+            model = AutoModel.from_pretrained(source, model_type=kind, device=common.device)
+            bar = _Progress(len(paths), common.show_progress(), desc=f"batch {step}")
+            try:
+                summary = map_corpus(
+                    paths,
+                    [Step(name=step, model=model)],
+                    output=output,
+                    engine=engine,  # type: ignore[arg-type]
+                    workers=workers,
+                    cpus_per_worker=cpus_per_worker,
+                    batch_size=batch_size,
+                    resume=resume,
+                    address=address,
+                    progress=bar,
+                )
+            finally:
+                bar.close()
+        except VoiceHubError as err:
+            raise click.ClickException(str(err)) from err
+        click.echo(
+            f"{summary.output}: {summary.files} files, {summary.audio_hours:.4f} h of audio, {summary.failures} "
+            f"failed; this run: {summary.processed_files} files ({summary.skipped_files} already done) in "
+            f"{summary.wall_s:.1f} s, {summary.files_per_s:.2f} files/s, {summary.audio_hours_per_s * 3600:.1f} s of "
+            f"audio per second"
+        )
+        if summary.failures:
+            click.echo(f"{summary.failures} file(s) failed: see the 'error' column of the parts", err=True)
+            raise click.exceptions.Exit(1)
+
+    command.help = f"{task_help} of every INPUT, as a corpus job; results in --output as Parquet."
+    return command
+
+
+@click.group("batch")
+def batch_group() -> None:
+    """Corpus jobs: run one task over many files on worker processes or Ray (voicehub.batch)."""
+
+
+batch_group.add_command(_make_command("vad", "Speech segments"))
+batch_group.add_command(_make_command("embed", "The speaker embedding"))
+batch_group.add_command(_make_command("transcribe", "The transcript"))
+
+
+__all__ = ["batch_group"]

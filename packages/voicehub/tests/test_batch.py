@@ -1,0 +1,240 @@
+"""``voicehub.batch.map_corpus``: local and Ray engines equal a plain loop; bad files, resume, inputs.
+
+The corpus is 200 real clips cut at test time from the LibriVox and synthetic test audio
+(0.5 to 2.5 s, seeded), so the whole job stays short: VAD (Silero) and speaker embeddings
+(GE2E) with 2 workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from voicehub import AutoModel
+from voicehub.architectures.errors import NoSpeechFoundError
+from voicehub.batch import SUMMARY_FILE_NAME, Step, expand_inputs, map_corpus, read_output
+from voicehub.core.audio import load_audio
+from voicehub.core.errors import OutputPathError
+from voicehub.errors import BatchInputError, BatchItemError
+
+ROOT = Path(__file__).resolve().parents[3]
+SOURCES = sorted((ROOT / "tests" / "data" / "librivox").glob("*.wav")) + sorted(
+    (ROOT / "tests" / "data" / "synthetic").glob("*_1.flac")
+)
+NUM_CLIPS = 200
+
+
+def _cut_corpus(directory: Path, count: int, *, seed: int = 0) -> list[str]:
+    """``count`` clips of 0.5-2.5 s cut from the test audio at seeded offsets, as 16 kHz wav files."""
+    rng = np.random.default_rng(seed)
+    waves = [load_audio(path, target_sample_rate=16000).samples for path in SOURCES]
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for index in range(count):
+        wave = waves[index % len(waves)]
+        length = min(len(wave), int(rng.uniform(0.5, 2.5) * 16000))
+        start = int(rng.integers(0, len(wave) - length + 1))
+        path = directory / f"clip-{index:03d}.wav"
+        sf.write(path, wave[start : start + length], 16000, subtype="PCM_16")
+        paths.append(str(path))
+    return paths
+
+
+def _steps() -> list[Step]:
+    return [
+        Step(name="vad", model=AutoModel.from_pretrained(model_type="vad_silero", device="cpu")),
+        Step(name="embed", model=AutoModel.from_pretrained(model_type="sv_ge2e", device="cpu")),
+    ]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    return _cut_corpus(tmp_path_factory.mktemp("corpus"), NUM_CLIPS)
+
+
+Reference = dict[str, tuple[list[tuple[float, float]], np.ndarray | None]]
+
+
+@pytest.fixture(scope="module")
+def plain_loop(corpus: list[str]) -> Reference:
+    """The reference: each wrapper called on each file in one process, one after the other.
+
+    A clip cut inside a pause has no speech for GE2E's own silence trimming: its embedding is
+    ``None`` (the job records ``embed: NoSpeechFoundError`` for it).
+    """
+    vad, embed = (step.model for step in _steps())
+    expected: Reference = {}
+    for path in corpus:
+        segments = [(s.start_s, s.end_s) for s in vad.detect(path).segments]
+        try:
+            expected[path] = (segments, embed.embed(path).embedding)
+        except NoSpeechFoundError:
+            expected[path] = (segments, None)
+    assert sum(e is None for _, e in expected.values()) < 20  # most cuts hold speech
+    return expected
+
+
+def _check_equals_plain_loop(output: Path, expected: Reference) -> None:
+    table = read_output(output)
+    rows = table.to_pylist()
+    assert [row["path"] for row in rows] == sorted(expected)  # every input once, sorted by path
+    for row in rows:
+        segments, embedding = expected[row["path"]]
+        if embedding is None:
+            assert row["error"].startswith("embed: NoSpeechFoundError") and row["embedding"] is None
+            continue
+        assert row["error"] is None
+        assert [(s["start_s"], s["end_s"]) for s in row["vad_segments"]] == segments, row["path"]
+        np.testing.assert_allclose(np.asarray(row["embedding"], dtype=np.float32), embedding, rtol=0, atol=1e-6)
+        assert row["duration_s"] == pytest.approx(sf.info(row["path"]).duration, abs=1e-9)
+
+
+@pytest.mark.slow  # ~15 s on an idle 2-core machine (worker start-up included), over a minute under load
+def test_local_engine_equals_the_plain_loop_on_200_real_clips(
+    corpus: list[str], plain_loop: Any, tmp_path: Path
+) -> None:
+    seen: list[int] = []
+    summary = map_corpus(
+        corpus,
+        _steps(),
+        output=tmp_path / "out",
+        engine="local",
+        workers=2,
+        batch_size=25,
+        progress=lambda files, seconds: seen.append(files),
+    )
+    _check_equals_plain_loop(tmp_path / "out", plain_loop)
+    hours = sum(sf.info(path).duration for path in corpus) / 3600
+    silent = sum(embedding is None for _, embedding in plain_loop.values())
+    assert summary.files == summary.processed_files == NUM_CLIPS and summary.failures == silent
+    assert summary.audio_hours == pytest.approx(hours) and summary.workers == 2
+    assert sum(seen) == NUM_CLIPS and len(seen) == 8  # one progress call per written part
+    written = json.loads((tmp_path / "out" / SUMMARY_FILE_NAME).read_text())
+    assert written["type"] == "batch_summary" and written["files"] == NUM_CLIPS and written["steps"] == ["vad", "embed"]
+    again = map_corpus(corpus, _steps(), output=tmp_path / "out", engine="local", workers=2)  # resume: all done
+    assert again.skipped_files == NUM_CLIPS and again.processed_files == 0 and again.files == NUM_CLIPS
+
+
+@pytest.mark.slow
+def test_ray_engine_equals_the_plain_loop_on_200_real_clips(
+    corpus: list[str], plain_loop: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ray = pytest.importorskip("ray", reason="the ray engine's extra (voicehub[ray]) is not installed")
+    monkeypatch.setenv("RAY_memory_monitor_refresh_ms", "0")
+    monkeypatch.setenv("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")  # same interpreter: do not ship the checkout
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        summary = map_corpus(corpus, _steps(), output=tmp_path / "out", engine="ray", workers=2, batch_size=25)
+    finally:
+        ray.shutdown()
+    _check_equals_plain_loop(tmp_path / "out", plain_loop)
+    silent = sum(embedding is None for _, embedding in plain_loop.values())
+    assert summary.engine == "ray" and summary.files == NUM_CLIPS and summary.failures == silent
+
+
+def test_missing_empty_and_corrupt_files_become_error_rows_and_the_job_finishes(tmp_path: Path) -> None:
+    good = _cut_corpus(tmp_path / "good", 3)
+    (tmp_path / "empty.wav").write_bytes(b"")
+    (tmp_path / "corrupt.flac").write_bytes(Path(good[0]).read_bytes()[:40])  # a truncated header
+    inputs = [*good, str(tmp_path / "empty.wav"), str(tmp_path / "missing.wav"), str(tmp_path / "corrupt.flac")]
+    summary = map_corpus(inputs, _steps(), output=tmp_path / "out", workers=1, batch_size=6)
+    rows = {row["path"]: row for row in read_output(tmp_path / "out").to_pylist()}
+    assert summary.files == 6 and summary.failures == 3 and len(rows) == 6
+    assert "file is empty" in rows[str(tmp_path / "empty.wav")]["error"]
+    assert "no such audio file" in rows[str(tmp_path / "missing.wav")]["error"]
+    assert rows[str(tmp_path / "corrupt.flac")]["error"].startswith("read: AudioDecodeError")
+    for path in good:  # the good files of the same batch are all there
+        assert rows[path]["error"] is None and rows[path]["embedding"] is not None
+    for path in inputs[3:]:
+        assert rows[path]["vad_segments"] is None and rows[path]["embedding"] is None
+    with pytest.raises(BatchItemError, match=r"empty\.wav: read: AudioDecodeError: .*file is empty"):
+        map_corpus(inputs, _steps(), output=tmp_path / "raise", workers=1, on_error="raise")
+
+
+_KILLED_JOB = """
+import sys
+from voicehub.batch import map_corpus
+if __name__ == "__main__":
+    paths = sys.argv[2:]
+    map_corpus(paths, ["vad"], output=sys.argv[1], workers=1, batch_size=2,
+               progress=lambda files, seconds: print("part", flush=True))
+"""
+
+
+def test_a_job_killed_midway_and_resumed_writes_each_input_exactly_once(tmp_path: Path) -> None:
+    paths = _cut_corpus(tmp_path / "clips", 40)
+    output = tmp_path / "out"
+    script = tmp_path / "job.py"
+    script.write_text(_KILLED_JOB)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    job = subprocess.Popen(
+        [sys.executable, str(script), str(output), *paths],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        assert job.stdout is not None
+        for _ in range(3):  # three parts written: kill the driver and its workers, mid-job
+            assert job.stdout.readline() == "part\n"
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+    before = read_output(output).column("path").to_pylist()
+    assert 6 <= len(before) < len(paths)
+    time.sleep(0.1)
+    summary = map_corpus(paths, ["vad"], output=output, workers=1, batch_size=8)
+    assert summary.skipped_files == len(before) and summary.processed_files == len(paths) - len(before)
+    written = read_output(output).column("path").to_pylist()
+    assert written == sorted(paths)  # every input exactly once
+    assert not list(output.glob(".part-*"))
+
+
+def test_inputs_from_a_directory_a_path_list_and_a_jsonl_manifest(tmp_path: Path) -> None:
+    paths = _cut_corpus(tmp_path / "clips", 3)
+    assert expand_inputs(tmp_path / "clips") == paths
+    (tmp_path / "list.txt").write_text("# clips\nclips/clip-002.wav\n\n" + paths[0] + "\nclips/clip-002.wav\n")
+    assert expand_inputs(tmp_path / "list.txt") == [paths[2], paths[0]]
+    lines = [json.dumps({"path": "clips/clip-001.wav", "text": "x"}), json.dumps({"audio_filepath": paths[0]})]
+    (tmp_path / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+    assert expand_inputs(tmp_path / "manifest.jsonl") == [paths[1], paths[0]]
+    (tmp_path / "bad.jsonl").write_text('{"file": "a.wav"}\n')
+    with pytest.raises(BatchInputError, match=r"bad\.jsonl:1: expected an object with a string 'path'"):
+        expand_inputs(tmp_path / "bad.jsonl")
+    with pytest.raises(BatchInputError, match="names no audio file"):
+        expand_inputs([])
+
+
+def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path) -> None:
+    clip = str(SOURCES[0])
+    with pytest.raises(BatchInputError, match=r"step 'diarize': expected one of \['embed', 'transcribe', 'vad'\]"):
+        map_corpus([clip], ["diarize"], output=tmp_path / "a")
+    with pytest.raises(BatchInputError, match="engine: expected 'local' or 'ray', got 'dask'"):
+        map_corpus([clip], ["vad"], output=tmp_path / "a", engine="dask")  # type: ignore[arg-type]
+    with pytest.raises(BatchInputError, match="batch_size: expected an integer >= 1, got 0"):
+        map_corpus([clip], ["vad"], output=tmp_path / "a", batch_size=0)
+    with pytest.raises(BatchInputError, match="needs a voice-activity-detection model"):
+        Step(name="vad", model=AutoModel.from_pretrained(model_type="sv_ge2e"))
+    with pytest.raises(BatchInputError, match="only the 'ray' engine reserves GPUs"):
+        map_corpus([clip], ["vad"], output=tmp_path / "a", gpus_per_worker=1)
+    assert not (tmp_path / "a").exists()
+
+
+def test_an_output_with_parts_is_refused_without_resume_and_with_other_steps(tmp_path: Path) -> None:
+    clip = str(SOURCES[1])
+    map_corpus([clip], ["vad"], output=tmp_path / "out", workers=1)
+    with pytest.raises(OutputPathError, match=r"already holds 1 part.*resume=True"):
+        map_corpus([clip], ["vad"], output=tmp_path / "out", resume=False)
+    with pytest.raises(OutputPathError, match=r"holds columns .* this job writes"):
+        map_corpus([clip], ["embed"], output=tmp_path / "out")

@@ -1,0 +1,39 @@
+"""``voicehub batch vad|embed|transcribe``: the corpus job from the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from voicehub.batch import read_output
+from voicehub.cli import main
+
+ROOT = Path(__file__).resolve().parents[3]
+CLIPS = sorted((ROOT / "tests" / "data" / "librivox").glob("*.wav"))[:3]
+
+
+def test_batch_vad_writes_parts_reports_failures_and_resumes(tmp_path: Path) -> None:
+    listing = tmp_path / "inputs.txt"
+    listing.write_text("\n".join([*(str(p) for p in CLIPS), str(tmp_path / "missing.wav")]) + "\n")
+    output = tmp_path / "out"
+    args = ["batch", "vad", str(listing), "--output", str(output), "--workers", "1", "--batch-size", "2"]
+    result = CliRunner().invoke(main, [*args, "--progress", "--device", "cpu"])
+    assert result.exit_code == 1, result.output
+    assert "4 files" in result.stdout and "1 failed" in result.stdout
+    assert "batch vad" in result.stderr and "h audio" in result.stderr  # the progress bar: files and audio hours
+    rows = {row["path"]: row for row in read_output(output).to_pylist()}
+    assert rows[str(tmp_path / "missing.wav")]["error"].startswith("read: AudioDecodeError")
+    first = rows[str(CLIPS[1])]["vad_segments"][0]
+    assert (first["start_s"], first["end_s"]) == (0.226, 2.878)  # the Silero segment of the 0880 clip
+    again = CliRunner().invoke(main, [*args, "--no-progress"])
+    assert "this run: 0 files (4 already done)" in again.stdout
+    refused = CliRunner().invoke(main, [*args, "--no-resume"])
+    assert refused.exit_code == 1 and "pass resume=True" in refused.stderr
+
+
+def test_batch_embed_refuses_a_model_of_another_task(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["batch", "embed", str(CLIPS[0]), "--output", str(tmp_path), "--model", "vad_silero"]
+    )
+    assert result.exit_code != 0 and "vad_silero" in result.output
