@@ -21,6 +21,7 @@ runtime is never imported. No digest here (a directory)."""
 
 MODEL_SPEC = ModelSpec(
     model_type="asr_moonshine",
+    training_spec="voicehub.models.asr_moonshine.training:TRAINING_SPEC",
     task=SpeechTask.AUTOMATIC_SPEECH_RECOGNITION,
     config="voicehub.models.asr_moonshine.config:ASRMoonshineConfig",
     wrapper="voicehub.models.asr_moonshine.wrapper:MoonshineASRModel",

@@ -21,6 +21,7 @@ every tensor by name or graph position and reports anything missing, unplaced or
 
 MODEL_SPEC = ModelSpec(
     model_type="tts_vits",
+    training_spec="voicehub.models.tts_vits.training:TRAINING_SPEC",
     task=SpeechTask.TEXT_TO_SPEECH,
     config="voicehub.models.tts_vits.config:TTSVITSConfig",
     wrapper="voicehub.models.tts_vits.wrapper:VITSTTSModel",
