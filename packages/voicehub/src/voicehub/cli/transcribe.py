@@ -27,7 +27,7 @@ from voicehub.cli._inputs import (
 from voicehub.cli._options import CommonOptions, common_options
 from voicehub.cli._outputs import echo_json_line, input_ids, write_destination
 from voicehub.core import strict_json
-from voicehub.core.audio import AudioLike, Waveform, is_raw_pcm, load_audio, pcm_to_float
+from voicehub.core.audio import AudioLike, Waveform, display_path, is_raw_pcm, load_audio, pcm_to_float
 from voicehub.core.audio_stream import audio_file_info
 from voicehub.core.errors import AudioDecodeError, VoiceHubError
 from voicehub.core.files import check_output_directory
@@ -301,7 +301,7 @@ def transcribe_command(
         total=round(sum(durations), 2), unit="s", desc="transcribe", disable=not common.show_progress(), file=sys.stderr
     ) as bar:
         for index, (path, name, duration_s) in enumerate(zip(files, names, durations, strict=True)):
-            label = "standard input" if path is None else str(path)
+            label = "standard input" if path is None else display_path(path)
             bar.set_postfix_str(f"file {index + 1}/{len(files)}")
             try:
                 started = time.perf_counter()
