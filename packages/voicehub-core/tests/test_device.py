@@ -27,7 +27,7 @@ def test_unavailable_accelerators_are_refused_with_the_fix() -> None:
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA; the refusal cannot be observed")
-    with pytest.raises(DeviceError, match="CUDA is not available; use device='cpu'"):
+    with pytest.raises(DeviceError, match="CUDA is not available on this machine; use the cpu device"):
         resolve_device("cuda")
 
 

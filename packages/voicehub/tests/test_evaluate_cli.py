@@ -49,3 +49,19 @@ def test_evaluate_asr_names_a_bad_manifest_line(tmp_path: Path) -> None:
     manifest.write_text("missing.wav\thello\n", encoding="utf-8")
     result = CliRunner().invoke(main, ["evaluate", "asr", str(manifest)])
     assert result.exit_code == 2 and "bad.tsv:1" in result.output and "missing.wav" in result.output
+
+
+def test_evaluate_asr_names_the_flag_and_scores_the_files_that_decode(tmp_path: Path) -> None:
+    manifest = _manifest(tmp_path)
+    bad_beam = CliRunner().invoke(main, ["evaluate", "asr", str(manifest), "--beam-size", "0"])
+    assert bad_beam.exit_code == 2 and "--beam-size 0:" in bad_beam.output and "transcribe()" not in bad_beam.output
+    junk = tmp_path / "junk.wav"
+    junk.write_bytes(b"\x00" * 1000)
+    first = manifest.read_text(encoding="utf-8").splitlines()[1]
+    one = tmp_path / "one.tsv"
+    one.write_text(f"{first}\n{junk}\tnothing here\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["evaluate", "asr", str(one), "--json"])
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert (report["files"], report["failed_files"]) == (1, 1) and "junk.wav" in report["errors"][0]
+    assert report["reference_words"] == len(normalise_text(first.split("\t")[1]).split())

@@ -506,7 +506,7 @@ def load_audio(
         AudioError: empty audio, non-finite samples, wrong dtype or shape.
     """
     if isinstance(audio, (str, os.PathLike)):
-        source = os.fspath(audio)
+        source = display_path(audio)  # printable even for a non-UTF-8 name
         frames, file_rate = _decode_frames(audio)
         if sample_rate is not None and check_sample_rate(sample_rate, source=source) != file_rate:
             raise SampleRateError(

@@ -141,13 +141,17 @@ def resolve_device(device: DeviceLike = "auto") -> Device:
         return Device("cuda" if cuda else "mps" if mps else "cpu")
     if request.type == "cuda":
         if not cuda:
-            raise DeviceError(f"device {request!r} requested but CUDA is not available; use device='cpu'")
+            raise DeviceError(
+                f"device {request!r} requested but CUDA is not available on this machine; use the cpu device (or auto)"
+            )
         index = int(request.split(":")[1]) if ":" in request else 0
         if index >= int(torch.cuda.device_count()):
             raise DeviceError(f"device {request!r} requested but only {torch.cuda.device_count()} CUDA device(s) exist")
         return request
     if not mps:
-        raise DeviceError("device 'mps' requested but Apple MPS is not available; use device='cpu'")
+        raise DeviceError(
+            "device 'mps' requested but Apple MPS is not available on this machine; use the cpu device (or auto)"
+        )
     return request
 
 

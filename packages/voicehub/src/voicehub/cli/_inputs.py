@@ -70,6 +70,11 @@ def expand_audio_inputs(inputs: Sequence[str], *, stdin: TextIO | None = None) -
             files.append(path)
 
     def expand(argument: str, *, from_stdin: bool) -> None:
+        if not argument.strip():  # Path("") is the current directory: never search it by accident
+            raise click.UsageError(
+                'an INPUT argument is empty (an unset shell variable, e.g. "$FILE"?); name a file, a directory '
+                "(. for the current one) or a glob"
+            )
         path = Path(argument)
         if path.is_dir():
             found = _audio_files_under(path)
@@ -207,7 +212,10 @@ def _check_model_task(task: SpeechTask, model_type: str) -> None:
                 f"--model takes a registered model name ({names}), got the path {model_type!r}; to load a "
                 f"checkpoint file or a saved directory, pass it as --source {model_type}"
             ) from None
-        return  # an unknown name: the loader's error lists every registered model
+        raise click.UsageError(
+            f"--model {model_type}: no such model; this command runs {task.value} models ({names}); "
+            "`voicehub models` lists every registered model"
+        ) from None
     if spec.task != task:
         other = SpeechTask(spec.task)
         raise click.UsageError(

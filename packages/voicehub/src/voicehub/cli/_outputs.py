@@ -61,21 +61,24 @@ def write_destination(target: str | os.PathLike[str], data: bytes | str, *, what
 def input_ids(files: Sequence[Path]) -> list[str]:
     """One id per input, unique across ``files``, for output names (RTTM recording ids, ``--output-dir`` files).
 
-    The id is the file's stem (``talk`` for ``talk.wav``). When stems collide (``a/talk.wav`` and
-    ``b/talk.wav``), every id is the file's path relative to the inputs' common directory, without
-    suffix (``a/talk``, ``b/talk``), or with it when still ambiguous (``talk.wav``, ``talk.flac``).
+    The id is the file's stem (``talk`` for ``talk.wav``), so a file's outputs keep their names
+    whatever else is in the batch. Only files whose stems collide (``a/talk.wav`` and
+    ``b/talk.wav``) get their path relative to those files' common directory, without suffix
+    (``a/talk``, ``b/talk``), or with it when still ambiguous (``talk.wav``, ``talk.flac``).
     Whitespace becomes ``_``.
     """
     stems = [path.stem for path in files]
-    if len(set(stems)) == len(stems):
-        ids = stems
-    else:
-        resolved = [path.resolve() for path in files]
+    ids = list(stems)
+    for stem in {stem for stem in stems if stems.count(stem) > 1}:
+        group = [index for index, other in enumerate(stems) if other == stem]
+        resolved = [files[index].resolve() for index in group]
         common = Path(os.path.commonpath([str(path.parent) for path in resolved]))
         relative = [path.relative_to(common) for path in resolved]
-        ids = [path.with_suffix("").as_posix() for path in relative]
-        if len(set(ids)) != len(ids):
-            ids = [path.as_posix() for path in relative]
+        names = [path.with_suffix("").as_posix() for path in relative]
+        if len(set(names)) != len(names):
+            names = [path.as_posix() for path in relative]
+        for index, name in zip(group, names, strict=True):
+            ids[index] = name
     return ["_".join(name.split()) for name in ids]
 
 

@@ -21,6 +21,22 @@ PLOT_INSTALL_HINT = 'pip install "voicehub[plot]"'
 """The command that installs matplotlib for ``--plot``."""
 
 
+def _special_file(path: Path) -> bool:
+    """Whether ``path`` is an existing device, FIFO or socket (written into as WAV, never replaced)."""
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
+def _check_audio_suffix(path: Path) -> None:
+    """Refuse, before any work, a --speech-out file whose suffix names no audio format libsndfile writes."""
+    import soundfile
+
+    if path.suffix.lstrip(".").upper() not in soundfile.available_formats():
+        raise click.UsageError(
+            f"--speech-out {path}: the suffix {path.suffix or '(none)'!r} names no audio format; use .wav, .flac or "
+            f".ogg (e.g. {path.with_suffix('.wav')})"
+        )
+
+
 def speech_out_paths(speech_out: Path, files: Sequence[Path]) -> list[Path]:
     """Where ``--speech-out`` writes each input's speech: the path itself for one input, else ``<dir>/<id>.wav``.
 
@@ -33,6 +49,8 @@ def speech_out_paths(speech_out: Path, files: Sequence[Path]) -> list[Path]:
     if len(files) == 1:
         if not is_stdout(speech_out):
             check_output_file(speech_out, what="--speech-out file")
+            if not _special_file(speech_out):
+                _check_audio_suffix(speech_out)
         return [speech_out]
     if is_stdout(speech_out):
         raise click.UsageError(f"--speech-out - writes one file's speech, got {len(files)} inputs; pass a directory")
@@ -66,7 +84,7 @@ def write_speech_audio(audio: AudioLike, output: VADOutput, target: Path) -> Non
             f"--threshold or leave --speech-out out for this file",
             source=output.source,
         )
-    if not is_stdout(target):
+    if not is_stdout(target) and not _special_file(target):
         save_audio(target, samples, waveform.sample_rate)
         return
     with tempfile.TemporaryDirectory(prefix="voicehub-speech-") as scratch:

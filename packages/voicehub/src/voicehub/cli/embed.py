@@ -91,7 +91,8 @@ def embed_command(
             f"{' and '.join(stdout_outputs)} would both print to standard output; write the array to a file "
             "(--output embeddings.npy) or drop one"
         )
-    if output is not None and not is_stdout(output) and output.suffix.lower() != ".npy":
+    special = output is not None and output.exists() and not output.is_file() and not output.is_dir()
+    if output is not None and not is_stdout(output) and not special and output.suffix.lower() != ".npy":
         raise click.UsageError(
             f"--output {output}: the embeddings are written as a NumPy array, so the file must end in .npy "
             f"(e.g. --output {output.with_suffix('.npy')}); for text, use --json or --jsonl"

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
-from voicehub.cli._inputs import cli_model_type, default_model_help
+from voicehub.cli._inputs import cli_model_type, default_model_help, resolve_cli_options
+from voicehub.cli._options import CommonOptions, common_options
 from voicehub.core import strict_json
 from voicehub.core.errors import VoiceHubError
 from voicehub.core.tasks import SpeechTask
+
+_LOG = logging.getLogger(__name__)
 
 _PUNCTUATION = re.compile(r"[^\w\s']|(?<!\w)'|'(?!\w)")
 
@@ -67,8 +72,8 @@ def evaluate_group() -> None:
 @click.option("--language", default=None, help="Language code of the speech.")
 @click.option("--beam-size", type=int, default=None, help="Beams at temperature 0 (default 1: greedy).")
 @click.option("--batch-size", type=int, default=8, show_default=True, help="Files transcribed together.")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:N or mps.")
 @click.option("--json", "as_json", is_flag=True, help="Print strict JSON (WER, counts, RTF, per-file results).")
+@common_options
 def evaluate_asr_command(
     manifest: Path,
     model_type: str | None,
@@ -76,8 +81,8 @@ def evaluate_asr_command(
     language: str | None,
     beam_size: int | None,
     batch_size: int,
-    device: str,
     as_json: bool,
+    common: CommonOptions,
 ) -> None:
     """Transcribe the files of MANIFEST (audio<TAB>reference lines) and print the WER and the real-time factor.
 
@@ -87,7 +92,7 @@ def evaluate_asr_command(
     import jiwer
 
     from voicehub.auto import AutoModelForSpeechRecognition
-    from voicehub.core.audio import AudioLike, load_audio
+    from voicehub.core.audio import AudioLike, Waveform, load_audio
 
     entries = read_manifest(manifest)
     overrides: dict[str, object] = {"batch_size": batch_size}
@@ -97,22 +102,39 @@ def evaluate_asr_command(
         overrides["beam_size"] = beam_size
     try:
         model_type = cli_model_type(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION, model_type, source)
-        model = AutoModelForSpeechRecognition.from_pretrained(source, model_type=model_type, device=device)
-        options = model.resolve_options(**overrides)
+        model = AutoModelForSpeechRecognition.from_pretrained(source, model_type=model_type, device=common.device)
+        options = resolve_cli_options(model, overrides, {})  # a usage error naming the flag
         model.load()
-        waveforms = [load_audio(path) for path, _ in entries]
+    except VoiceHubError as err:
+        raise click.ClickException(str(err)) from err
+    waveforms: list[AudioLike] = []
+    failures: list[str] = []
+    decoded: list[tuple[Path, str]] = []
+    for path, text in entries:  # an undecodable file is reported; the others are still scored
+        try:
+            waveforms.append(load_audio(path))
+            decoded.append((path, text))
+        except VoiceHubError as err:
+            failures.append(str(err))
+    if not decoded:
+        for message in failures:
+            _LOG.error("%s", message)
+        raise click.ClickException(f"no file of {manifest} could be decoded; nothing to score")
+    entries = decoded
+    try:
         started = time.perf_counter()
-        outputs = model.transcribe(list[AudioLike](waveforms), options=options)
+        outputs = model.transcribe(waveforms, options=options)
         elapsed_s = time.perf_counter() - started
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
     references = [normalise_text(text) for _, text in entries]
     hypotheses = [normalise_text(output.text) for output in outputs]
     scored = jiwer.process_words(references, hypotheses)
-    audio_s = sum(w.duration_s for w in waveforms)
+    audio_s = sum(w.duration_s for w in waveforms if isinstance(w, Waveform))
     report = {
         "model_type": model.model_type,
         "files": len(entries),
+        "failed_files": len(failures),
         "reference_words": sum(len(r.split()) for r in references),
         "wer": scored.wer,
         "substitutions": scored.substitutions,
@@ -125,16 +147,27 @@ def evaluate_asr_command(
         {"audio": str(path), "reference": ref, "hypothesis": hyp}
         for (path, _), ref, hyp in zip(entries, references, hypotheses, strict=True)
     ]
+    for message in failures:
+        _LOG.error("%s", message)
     if as_json:
-        click.echo(strict_json.dumps({**report, "results": results}, indent=2))
-        return
+        click.echo(strict_json.dumps({**report, "results": results, "errors": failures}, indent=2))
+    else:
+        _print_report(report, results, failures)
+    if failures:
+        raise click.exceptions.Exit(1)
+
+
+def _print_report(report: dict[str, Any], results: list[dict[str, str]], failures: list[str]) -> None:
+    """The human-readable report: the files with errors, then one summary line."""
     for item in results:
         if item["reference"] != item["hypothesis"]:
             click.echo(f"{item['audio']}\n  ref: {item['reference']}\n  hyp: {item['hypothesis']}", file=sys.stdout)
+    files = report["files"]
+    failed = f"; {len(failures)} more could not be decoded" if failures else ""
     click.echo(
-        f"{model.model_type}: WER {100 * scored.wer:.2f} % on {report['reference_words']} words of {len(entries)} "
-        f"files (S {scored.substitutions}, D {scored.deletions}, I {scored.insertions}); "
-        f"RTF {report['rtf']:.3f} over {audio_s:.1f} s of audio"
+        f"{report['model_type']}: WER {100 * report['wer']:.2f} % on {report['reference_words']} words of {files} "
+        f"file{'s' if files != 1 else ''}{failed} (S {report['substitutions']}, D {report['deletions']}, "
+        f"I {report['insertions']}); RTF {report['rtf']:.3f} over {report['audio_s']:.1f} s of audio"
     )
 
 

@@ -3,14 +3,17 @@ openai-whisper command line (txt, json, srt, vtt, tsv)."""
 
 from __future__ import annotations
 
-import io
 import logging
+import os
 import sys
+import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
+import numpy as np
 
 from voicehub.cli._inputs import (
     SAMPLE_RATE_HELP,
@@ -22,11 +25,12 @@ from voicehub.cli._inputs import (
     resolve_cli_options,
 )
 from voicehub.cli._options import CommonOptions, common_options
-from voicehub.cli.vad import rttm_file_ids
+from voicehub.cli._outputs import echo_json_line, input_ids, write_destination
 from voicehub.core import strict_json
-from voicehub.core.audio import RAW_PCM_SUFFIXES, AudioLike
+from voicehub.core.audio import AudioLike, Waveform, display_path, is_raw_pcm, load_audio, pcm_to_float
+from voicehub.core.audio_stream import audio_file_info
 from voicehub.core.errors import AudioDecodeError, VoiceHubError
-from voicehub.core.files import atomic_write, check_output_directory
+from voicehub.core.files import check_output_directory
 from voicehub.core.outputs import ASROutput
 from voicehub.core.tasks import SpeechTask
 
@@ -94,10 +98,11 @@ FORMATS: dict[str, Callable[[ASROutput], str]] = {
 
 
 # --------------------------------------------------------------------------- inputs
-def expand_inputs(arguments: Sequence[str]) -> list[Path]:
-    """Files of the arguments, as :func:`~voicehub.cli._inputs.expand_audio_inputs` expands them, ``-`` kept.
+def expand_inputs(arguments: Sequence[str]) -> list[Path | None]:
+    """Files of the arguments, as :func:`~voicehub.cli._inputs.expand_audio_inputs` expands them.
 
-    ``-`` stands for audio on standard input, at its place in the order, once.
+    ``-`` (exactly; ``./-`` is a file named ``-``) stands for audio on standard input and comes
+    back as ``None``, at its place in the order, once.
 
     Raises:
         click.UsageError: for ``-`` given twice, a glob that matches nothing or a directory without
@@ -105,59 +110,77 @@ def expand_inputs(arguments: Sequence[str]) -> list[Path]:
     """
     if sum(argument == STDIN for argument in arguments) > 1:
         raise click.UsageError("'-' (audio from standard input) can be given only once")
-    files: list[Path] = []
+    files: list[Path | None] = []
     for argument in arguments:
-        for path in [Path(STDIN)] if argument == STDIN else expand_audio_inputs([argument]):
-            if path not in files:
+        for path in [None] if argument == STDIN else expand_audio_inputs([argument]):
+            if path is None or path not in files:
                 files.append(path)
     return files
 
 
-def _read_stdin() -> AudioLike:
-    import soundfile
+def _read_stdin(sample_rate: int | None) -> AudioLike:
+    """The audio piped on standard input: raw s16le at ``--sample-rate``, else any format load_audio reads.
 
+    Raises:
+        AudioDecodeError: naming standard input, what was expected and, for a list of paths, what
+            to do instead.
+    """
     data = sys.stdin.buffer.read()
-    try:
-        samples, rate = soundfile.read(io.BytesIO(data), dtype="float32", always_2d=True)
-    except (RuntimeError, soundfile.LibsndfileError) as err:
-        raise AudioDecodeError(
-            f"standard input ({len(data)} bytes): cannot decode it ({err}); pipe a wav, flac, ogg or mp3 stream",
-            source="stdin",
-        ) from err
-    return samples.T, int(rate)
+    if not data:
+        raise AudioDecodeError("standard input is empty; pipe audio into it (e.g. `< talk.wav`)", source="stdin")
+    if sample_rate is not None:  # headerless PCM, as `ffmpeg -f s16le -` or `arecord -t raw` give it
+        if len(data) % 2:
+            raise AudioDecodeError(
+                f"standard input: {len(data)} bytes is not a whole number of 16-bit samples; with --sample-rate "
+                "it is read as s16le mono PCM",
+                source="stdin",
+            )
+        samples = pcm_to_float(np.frombuffer(data, dtype="<i2"), source="stdin")
+        return Waveform(samples=samples, sample_rate=sample_rate, source="stdin")
+    with tempfile.TemporaryDirectory(prefix="voicehub-stdin-") as folder:
+        staged = Path(folder) / "stdin"
+        staged.write_bytes(data)
+        try:
+            return load_audio(staged)
+        except AudioDecodeError as err:
+            hint = ""
+            first_line = data[:4096].split(b"\n", 1)[0].strip()
+            if first_line and Path(os.fsdecode(first_line)).exists():
+                hint = (
+                    "; it looks like a list of paths: for transcribe, '-' is the audio itself, so pass the paths as "
+                    "arguments (e.g. `xargs voicehub transcribe`)"
+                )
+            reason = str(err).replace(str(staged), "standard input").split(": ", 1)[-1]
+            raise AudioDecodeError(
+                f"standard input ({len(data)} bytes): {reason}{hint}; with --sample-rate HZ it is read as raw s16le "
+                "mono PCM",
+                source="stdin",
+            ) from err
 
 
-def _duration_s(path: Path, sample_rate: int | None) -> float:
-    """Length of a file in seconds for the progress bar (0 when unknown)."""
-    if str(path) == STDIN:
+def _duration_s(path: Path | None, sample_rate: int | None) -> float:
+    """Length of a file in seconds for the progress bar (0 when unknown: standard input, undecodable)."""
+    if path is None:
         return 0.0
-    if path.suffix.lower() in RAW_PCM_SUFFIXES:
-        return path.stat().st_size / 2 / sample_rate if sample_rate else 0.0
-    import soundfile
-
+    if is_raw_pcm(path):
+        return path.stat().st_size / 2 / sample_rate if sample_rate and path.is_file() else 0.0
     try:
-        return float(soundfile.info(str(path)).duration)
-    except (RuntimeError, soundfile.LibsndfileError):
-        return 0.0
+        return audio_file_info(path).duration_s
+    except (VoiceHubError, OSError):
+        return 0.0  # reported, named, when the file is transcribed
 
 
 def _write(output: ASROutput, name: str, directory: Path, formats: Sequence[str]) -> None:
     for fmt in formats:
         target = directory / f"{name}.{fmt}"
         target.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(target, _text_writer(FORMATS[fmt](output)), what=f"{fmt} output")
-
-
-def _text_writer(text: str) -> Callable[[Path], None]:
-    def write(tmp: Path) -> None:
-        tmp.write_text(text, encoding="utf-8")
-
-    return write
+        write_destination(target, FORMATS[fmt](output), what=f"{fmt} output")
 
 
 TRANSCRIBE_INPUTS_HELP = (
     "INPUT is an audio file (wav, flac, ogg, mp3; m4a, mp4, webm with voicehub[av]), a directory (searched "
-    "recursively for audio files), a quoted glob ('clips/*.wav'), or - for audio piped on standard input."
+    "recursively for audio files), a quoted glob ('clips/*.wav'), or - for audio piped on standard input "
+    "(any format load_audio reads; raw s16le PCM when --sample-rate is given)."
 )
 
 _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
@@ -191,15 +214,21 @@ _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
     type=click.Choice([*FORMATS, "all"]),
     default="txt",
     show_default=True,
-    help="Format of the files written to --output-dir.",
+    help="Format of the transcripts: printed on stdout, or one file per input and format with --output-dir.",
 )
 @click.option(
     "--output-dir",
     "-o",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path("."),
-    show_default=True,
-    help="Directory the transcripts are written to (<name>.<format>; created if missing).",
+    default=None,
+    help="Write <name>.<format> files into this directory (created if missing; existing files of those names "
+    "are replaced). Without it (or with -o -) nothing is written to disk and the transcripts go to stdout.",
+)
+@click.option(
+    "--jsonl",
+    "as_jsonl",
+    is_flag=True,
+    help="Print one strict-JSON object per input (its path and the whole transcript) as each finishes.",
 )
 @click.option("--sample-rate", type=int, default=None, metavar="HZ", help=SAMPLE_RATE_HELP)
 @common_options
@@ -215,19 +244,30 @@ def transcribe_command(
     batch_size: int | None,
     vad: bool | None,
     output_format: str,
-    output_dir: Path,
+    output_dir: Path | None,
+    as_jsonl: bool,
     sample_rate: int | None,
     common: CommonOptions,
 ) -> None:
-    """Transcribe FILE|DIR|-... (audio files, directories of them, or - for standard input).
+    """Transcribe each INPUT (raw PCM needs --sample-rate).
 
-    Prints each transcript and writes it to --output-dir in --output-format. Exits with status 1
-    if any input fails.
+    Prints the transcripts on stdout (plain text by default; --output-format for one input, --jsonl
+    for several) or writes them into --output-dir. A file that fails is logged and the others are
+    still transcribed; the exit status is then 1.
     """
     from voicehub.auto import AutoModelForSpeechRecognition
 
     files = expand_inputs(inputs)
-    check_raw_inputs([f for f in files if str(f) != STDIN], sample_rate)
+    check_raw_inputs([f for f in files if f is not None], sample_rate)
+    to_stdout = output_dir is None or str(output_dir) == STDIN
+    formats = list(FORMATS) if output_format == "all" else [output_format]
+    if to_stdout and as_jsonl and output_format != "txt":
+        raise click.UsageError("--jsonl prints its own format; drop --output-format, or write files with -o DIR")
+    if to_stdout and not as_jsonl and output_format != "txt" and (len(files) > 1 or len(formats) > 1):
+        raise click.UsageError(
+            f"-f {output_format} for {len(files)} input(s) would mix several documents on stdout; write them with "
+            "-o DIR (one file per input and format), or print --jsonl"
+        )
     overrides: dict[str, Any] = {
         key: value
         for key, value in (
@@ -242,16 +282,17 @@ def transcribe_command(
     }
     if word_timestamps:
         overrides["word_timestamps"] = True
-    formats = list(FORMATS) if output_format == "all" else [output_format]
     try:
-        directory = check_output_directory(output_dir, what="--output-dir")
+        directory = None if output_dir is None or to_stdout else check_output_directory(output_dir, what="--output-dir")
         model_type = cli_model_type(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION, model_type, source)
+        started = time.perf_counter()
         model = AutoModelForSpeechRecognition.from_pretrained(source, model_type=model_type, device=common.device)
         options = resolve_cli_options(model, overrides, {})  # bad options: a usage error naming the flag
         model.load()
+        _LOG.info("%s loaded on %s in %.1f s", model.model_type, common.device, time.perf_counter() - started)
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
-    names = rttm_file_ids([f if str(f) != STDIN else Path("stdin") for f in files])
+    names = input_ids([Path("stdin") if f is None else f for f in files])
     durations = [_duration_s(f, sample_rate) for f in files]
     from tqdm import tqdm
 
@@ -260,20 +301,31 @@ def transcribe_command(
         total=round(sum(durations), 2), unit="s", desc="transcribe", disable=not common.show_progress(), file=sys.stderr
     ) as bar:
         for index, (path, name, duration_s) in enumerate(zip(files, names, durations, strict=True)):
+            label = "standard input" if path is None else display_path(path)
             bar.set_postfix_str(f"file {index + 1}/{len(files)}")
             try:
-                audio = _read_stdin() if str(path) == STDIN else audio_input(path, sample_rate)
+                started = time.perf_counter()
+                audio = _read_stdin(sample_rate) if path is None else audio_input(path, sample_rate)
                 output = model.transcribe(audio, options=options)
-                _write(output, name, directory, formats)
+                if directory is not None:
+                    _write(output, name, directory, formats)
             except VoiceHubError as err:
                 failures.append(str(err))
                 continue
             finally:
                 bar.update(round(duration_s, 2))
-            click.echo(f"{path}: {output.text}" if len(files) > 1 else output.text)
+            elapsed = time.perf_counter() - started
+            _LOG.info("%s: %.2f s of audio in %.2f s", label, output.duration_s or 0.0, elapsed)
+            if as_jsonl:
+                echo_json_line({"path": label, **output.to_dict()})
+            elif to_stdout and output_format != "txt":
+                click.echo(FORMATS[output_format](output), nl=False)
+            else:
+                click.echo(f"{label}: {output.text}" if len(files) > 1 else output.text)
     if failures:
         for message in failures:
             _LOG.error("%s", message)
+        _LOG.error("%d of %d input(s) failed", len(failures), len(files))
         raise click.exceptions.Exit(1)
 
 
