@@ -62,3 +62,23 @@ def test_lora_lowers_the_loss_reloads_exactly_and_merges_into_a_plain_checkpoint
     with torch.no_grad():
         exported = plain.runtime.module(adapter.hooks.features(batch.audio.waveform, batch.audio.lengths), batch.tokens)
     assert float((exported - reference).abs().max()) < 1e-3
+
+
+def test_resume_refuses_a_checkpoint_written_under_another_optimization_plan(tmp_path: Path) -> None:
+    from voicehub.training import ResumeMismatchError
+    from voicehub_training_data import speaker_records
+
+    records = speaker_records(2, 1)
+    spec = get_training_spec("sv_xvector")
+    config = TrainerConfig(max_steps=1, batch_size=2, learning_rate=1e-3)
+    model = AutoModel.from_pretrained(model_type="sv_xvector")
+    plan = model.apply_optimization_plan(("lora",), mode="training")
+    adapter = AutoTrainingAdapter.from_host(model, spec, records=records)
+    trainer = Trainer(adapter, config, train_records=records, output_dir=tmp_path, optimization=plan)
+    trained = {name for name, p in adapter.module.named_parameters() if any(p is q for q in trainer.parameters)}
+    assert trained == {"graph.embedding.lora_a", "graph.embedding.lora_b", "head.weight"}  # adapters + the AM head
+    trainer.fit()
+    plain = AutoModel.from_pretrained(model_type="sv_xvector")
+    adapter = AutoTrainingAdapter.from_host(plain, spec, records=records)
+    with pytest.raises(ResumeMismatchError, match=r"optimization: saved \[\{'configuration'"):
+        Trainer(adapter, config, train_records=records, output_dir=tmp_path).fit()
