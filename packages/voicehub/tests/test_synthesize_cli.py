@@ -90,6 +90,15 @@ def test_output_dir_writes_one_numbered_file_per_line(tts: VITSTTSModel, tmp_pat
     assert len(out.decode().splitlines()) == 3
 
 
+def test_output_dir_reports_a_bad_line_and_writes_the_others(tmp_path: Path) -> None:
+    lines = "Good line.\n— ...\nAnother one.\n"
+    code, out, err = _run("--output-dir", str(tmp_path / "d"), "--seed", "4", stdin=lines)
+    assert code == 1
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["0001.wav", "0003.wav"]
+    assert "line 2 (0002.wav not written): nothing to pronounce" in err
+    assert len(out.decode().splitlines()) == 2
+
+
 def test_a_fifo_output_is_written_into_not_replaced(tmp_path: Path) -> None:
     fifo = tmp_path / "player.wav"
     os.mkfifo(fifo)

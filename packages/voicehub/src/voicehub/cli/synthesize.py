@@ -198,17 +198,34 @@ def _stream_raw(model: Any, text: str, options: Any) -> None:
 
 
 def _write_lines(model: Any, text: str, options: Any, directory: Path, common: CommonOptions) -> None:
-    """One numbered file per non-empty line, ``LINES_PER_BATCH`` lines per ``generate`` call."""
+    """One numbered file per non-empty line, ``LINES_PER_BATCH`` lines per ``generate`` call.
+
+    A batch that fails is retried line by line, so one bad line (nothing to pronounce) costs only
+    its own file: it is reported on stderr and the command exits with status 1 at the end.
+    """
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     width = max(4, len(str(len(lines))))
     paths = [directory / f"{number:0{width}d}.wav" for number in range(1, len(lines) + 1)]
     batches = [
         range(start, min(start + LINES_PER_BATCH, len(lines))) for start in range(0, len(lines), LINES_PER_BATCH)
     ]
+    failures: list[str] = []
     for batch in progress(batches, common, desc="synthesize", unit="batch"):
-        outputs = model.generate([lines[i] for i in batch], output_path=[paths[i] for i in batch], options=options)
+        try:
+            outputs = model.generate([lines[i] for i in batch], output_path=[paths[i] for i in batch], options=options)
+        except VoiceHubError:
+            outputs = []
+            for i in batch:
+                try:
+                    outputs.append(model.generate(lines[i], output_path=paths[i], options=options))
+                except VoiceHubError as err:
+                    failures.append(f"line {i + 1} ({paths[i].name} not written): {err}")
         for out in outputs:
             click.echo(f"{out.path}: {out.duration_s:.2f} s")
+    if failures:
+        for message in failures:
+            _LOG.error("%s", message)
+        raise click.exceptions.Exit(1)
 
 
 __all__ = ["LINES_PER_BATCH", "pcm16", "synthesize_command"]
