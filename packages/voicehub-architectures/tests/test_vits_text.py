@@ -186,3 +186,12 @@ def test_unknown_espeak_voice_and_bad_data_directory_raise_phonemizer_errors(tmp
     with pytest.raises(PhonemizerError, match="could not initialise"):
         EspeakPhonemizer("en-us", data_path=tmp_path / "missing").clauses("Hello.")
     assert EspeakPhonemizer("en-us").clauses("Hello.")[0].phonemes == "həlˈoʊ"  # recovers with the default data
+
+
+def test_length_scale_is_bounded_so_memory_is() -> None:
+    from voicehub.architectures.vits.config import MAX_LENGTH_SCALE, check_scales
+    from voicehub.core.errors import InferenceOptionError
+
+    check_scales(noise_scale=0.667, length_scale=MAX_LENGTH_SCALE, noise_w=0.8)
+    with pytest.raises(InferenceOptionError, match=r"length_scale: expected a number > 0 and <= 10"):
+        check_scales(noise_scale=0.667, length_scale=100000.0, noise_w=0.8)

@@ -289,7 +289,7 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
         raise InferenceOptionError(
             f"{type(self).__name__}.transcribe(vad=False): the model has no long-form algorithm of its own and "
             f"the input is {waveform.duration_s:.1f} s (its window is {self.max_window_s:g} s); "
-            "use vad=None or vad=True to cut it with the voice-activity detector"
+            "use vad=None or vad=True to cut it with the voice-activity detector (on the command line: drop --no-vad)"
         )
 
     # ------------------------------------------------------------------ shared long-form

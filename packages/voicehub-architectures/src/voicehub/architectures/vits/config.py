@@ -380,12 +380,16 @@ class PiperVoiceConfig(Config):
             ) from err
 
 
+MAX_LENGTH_SCALE = 10.0
+"""The slowest speech accepted: each phoneme at most ten times its predicted length (bounds memory)."""
+
+
 def check_scales(*, noise_scale: float, length_scale: float, noise_w: float) -> None:
     """Refuse VITS inference scales the graph cannot use.
 
     Raises:
         InferenceOptionError: ``noise_scale`` and ``noise_w`` must be finite and >= 0,
-            ``length_scale`` finite and > 0.
+            ``length_scale`` in (0, :data:`MAX_LENGTH_SCALE`].
     """
     for name, value, low in (("noise_scale", noise_scale, 0.0), ("noise_w", noise_w, 0.0)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:
@@ -395,10 +399,12 @@ def check_scales(*, noise_scale: float, length_scale: float, noise_w: float) -> 
         or not isinstance(length_scale, (int, float))
         or not math.isfinite(length_scale)
         or length_scale <= 0
+        or length_scale > MAX_LENGTH_SCALE
     ):
         raise InferenceOptionError(
-            f"vits option length_scale: expected a finite number > 0 (1.0 is normal speed, 2.0 twice as slow), "
-            f"got {length_scale!r}"
+            f"vits option length_scale: expected a number > 0 and <= {MAX_LENGTH_SCALE:g} (1.0 is normal speed, 2.0 "
+            f"twice as slow; beyond {MAX_LENGTH_SCALE:g} the audio, and the memory it takes, grow without being "
+            f"speech), got {length_scale!r}"
         )
 
 
@@ -406,6 +412,7 @@ __all__ = [
     "BOS",
     "DDS_NUM_LAYERS",
     "EOS",
+    "MAX_LENGTH_SCALE",
     "PAD",
     "SPLINE_NUM_BINS",
     "SPLINE_TAIL_BOUND",
