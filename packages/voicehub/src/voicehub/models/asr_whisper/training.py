@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from voicehub.training.spec import DataContract, ManifestField, ModelTrainingSpec, SupportLevel
 
 _REASON = (
@@ -25,18 +27,7 @@ TRAINING_SPEC = ModelTrainingSpec(
 )
 """Whisper tiny.en: decoder fine-tuning with the encoder frozen."""
 
-BASE_TRAINING_SPEC = ModelTrainingSpec(
-    model_type="asr_whisper_base",
-    support=SupportLevel.NATIVE,
-    reason=_REASON,
-    family="sequence_to_sequence",
-    objective="cross_entropy",
-    data=_DATA,
-    frozen_parts=("encoder.",),
-    checkpoint_kind="openai_whisper",
-    export_path="save_pretrained",
-    hooks="voicehub.models.asr_whisper.training_hooks:WhisperSeq2SeqHooks",
-)
+BASE_TRAINING_SPEC = dataclasses.replace(TRAINING_SPEC, model_type="asr_whisper_base")
 """Whisper base (multilingual; the English start sequence is used): decoder fine-tuning, encoder frozen."""
 
 __all__ = ["BASE_TRAINING_SPEC", "TRAINING_SPEC"]
