@@ -74,6 +74,7 @@ def _environment() -> dict[str, str]:
     env.update(HF_HUB_OFFLINE="1", UV_PROJECT=str(ROOT), UV_FROZEN="1", NO_COLOR="1", COLUMNS="120")
     env.update(MYPY_CACHE_DIR=str(ROOT / ".mypy_cache"), RUFF_CACHE_DIR=str(ROOT / ".ruff_cache"))
     env.pop("VIRTUAL_ENV", None)
+    env.pop("UV_LOCKED", None)  # CI exports it; uv refuses it together with UV_FROZEN
     bin_dir = str(Path(sys.executable).parent)  # `voicehub` and `python` of this environment
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
     return env
