@@ -284,9 +284,7 @@ def print_table(report: dict[str, Any]) -> None:
         before, after = report["before"][split], report["after"][split]
         if before is None:
             continue
-        print(
-            f"{split:10} {100 * before.wer:10.2f}% {100 * after.wer:9.2f}% {before.loss:12.4f} {after.loss:11.4f}"
-        )
+        print(f"{split:10} {100 * before.wer:10.2f}% {100 * after.wer:9.2f}% {before.loss:12.4f} {after.loss:11.4f}")
     for split in ("train", "held_out"):
         if report["after"][split] is not None:
             for text in report["after"][split].hypotheses:
