@@ -28,8 +28,13 @@ def autocast_context(precision: str, device: torch.device) -> contextlib.Abstrac
     return contextlib.nullcontext()
 
 
-def grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler | None:
+def grad_scaler(precision: str, device: torch.device, *, initial_scale: float = 65536.0) -> torch.amp.GradScaler | None:
     """A :class:`torch.amp.GradScaler` for float16 runs on ``device`` (``None`` for other precisions).
+
+    Args:
+        precision: the run's ``TrainerConfig.precision``.
+        device: where the module is.
+        initial_scale: the first loss scale.
 
     Raises:
         TrainingError: naming the device when this torch build has no float16 autocast or
@@ -42,7 +47,7 @@ def grad_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler | 
         problem = "no autocast"
     else:
         try:
-            scaler = torch.amp.GradScaler(device.type)
+            scaler = torch.amp.GradScaler(device.type, init_scale=initial_scale)
         except (RuntimeError, ValueError, AssertionError) as err:  # torch rejects a device type it cannot scale on
             problem = f"no gradient scaler ({err})"
     if problem is not None:

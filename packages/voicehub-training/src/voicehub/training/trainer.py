@@ -26,6 +26,8 @@ import hashlib
 import io
 import math
 import os
+import re
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, Literal
@@ -82,6 +84,8 @@ class TrainerConfig(Config):
         precision: ``float32``; ``bfloat16`` autocast on devices that support it; or ``float16``
             (alias ``fp16``) autocast with a :class:`torch.amp.GradScaler` (dynamic loss scale,
             saved in checkpoints; a step whose gradients overflow is skipped and the scale halves).
+        initial_loss_scale: the float16 gradient scaler's first loss scale (it then halves on
+            every overflow and doubles after 2000 clean steps).
         non_finite_loss: what a NaN or infinite loss (or float32 gradient norm) does: ``stop``
             raises :class:`~voicehub.training.errors.NonFiniteLossError` naming the step, the
             records and the value; ``skip`` drops the step's gradients and goes on (the step
@@ -109,6 +113,7 @@ class TrainerConfig(Config):
     seed: int = 0
     bucket_batches: int = 8
     precision: Literal["float32", "bfloat16", "float16", "fp16"] = "float32"
+    initial_loss_scale: float = 65536.0
     non_finite_loss: Literal["stop", "skip"] = "stop"
 
     def validate(self) -> None:
@@ -129,6 +134,11 @@ class TrainerConfig(Config):
             raise ConfigError(
                 f"trainer: expected learning_rate > 0 and betas in [0, 1), got {self.learning_rate}, "
                 f"{self.adam_beta1}, {self.adam_beta2}"
+            )
+        if not 0 < self.initial_loss_scale < math.inf:
+            raise ConfigError(
+                f"trainer.initial_loss_scale: expected a finite value > 0, got {self.initial_loss_scale}",
+                key="initial_loss_scale",
             )
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ConfigError(
@@ -336,7 +346,7 @@ class Trainer:
             weight_decay=config.weight_decay,
         )
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, learning_rate_factor(config))
-        self._scaler = grad_scaler(config.precision, self.device)
+        self._scaler = grad_scaler(config.precision, self.device, initial_scale=config.initial_loss_scale)
         sampler = LengthBucketBatchSampler(
             [record.duration_s for record in self.train_records],
             batch_size=config.batch_size,
@@ -382,12 +392,14 @@ class Trainer:
             mean_loss = self.dist.mean(loss_sum / config.grad_accumulation_steps)  # the same on every rank
             learning_rate = float(optimizer.param_groups[0]["lr"])
             applied, grad_norm = self._apply_step(optimizer, mean_loss, step_batches)
-            scheduler.step()
+            with warnings.catch_warnings():  # a skipped step still advances the schedule (torch warns)
+                warnings.filterwarnings("ignore", re.escape("Detected call of `lr_scheduler.step()`"), UserWarning)
+                scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             self.state.step += 1
             self.state.skipped_steps += 0 if applied else 1
             metrics = {"loss": mean_loss, "learning_rate": learning_rate, "grad_norm": grad_norm}
-            if not applied or self._scaler is not None:
+            if self.state.skipped_steps or self._scaler is not None:  # from the first skip on
                 metrics["skipped_steps"] = float(self.state.skipped_steps)
             if self._scaler is not None:
                 metrics["loss_scale"] = float(self._scaler.get_scale())
