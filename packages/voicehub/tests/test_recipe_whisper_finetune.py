@@ -49,3 +49,14 @@ def test_lora_fine_tune_lowers_the_loss_and_the_adapter_and_merged_export_reload
     assert lora["reload_max_abs_diff"] == 0.0  # the adapters alone, on a fresh base: identical logits
     assert lora["merged_max_abs_diff"] < 1e-3 and lora["merged_transcripts_equal"]
     assert (Path(lora["merged_dir"]) / "config.json").is_file()
+
+
+@pytest.mark.slow
+def test_full_fine_tune_trains_every_parameter_and_lowers_the_loss(tmp_path: Path) -> None:
+    recipe = _recipe()
+    clip = [r for r in recipe.real_utterances(tmp_path / "audio") if r.audio_path.stem.endswith("0880")]
+    report = recipe.fine_tune("full", clip, [], steps=2, learning_rate=1e-5, batch_size=1, out=tmp_path)
+    assert report["trainable_parameters"] == report["total_parameters"]  # the encoder too
+    assert "lora" not in report and all(math.isfinite(loss) for loss in report["losses"])
+    before, after = report["before"]["train"], report["after"]["train"]
+    assert after.loss < 0.9 * before.loss, (before.loss, after.loss)
