@@ -15,6 +15,7 @@ from voicehub.training.checkpoints import Checkpoint, CheckpointStore
 from voicehub.training.errors import (
     ManifestError,
     ManifestProblem,
+    NonFiniteLossError,
     ResumeMismatchError,
     SplitError,
     TrainingCheckpointError,
@@ -41,6 +42,7 @@ __all__ = [
     "ManifestProblem",
     "ManifestRecord",
     "ModelTrainingSpec",
+    "NonFiniteLossError",
     "ProgressBar",
     "ResumeMismatchError",
     "Segment",

@@ -16,6 +16,23 @@ class TrainingError(VoiceHubError, RuntimeError):
     """Training cannot start or continue."""
 
 
+class NonFiniteLossError(TrainingError):
+    """A step's loss (or, in float32, its gradient norm) is NaN or infinite; the step was not applied.
+
+    Attributes:
+        step: the 1-based optimizer step that failed.
+        loss: the loss (mean over ranks and micro-batches), or the gradient norm when the loss was finite.
+        batches: ``(record index, audio path)`` of each of this rank's records in the micro-batches
+            whose loss was not finite (every record of the step when none was, e.g. inf gradients).
+    """
+
+    def __init__(self, message: str, *, step: int, loss: float, batches: tuple[tuple[int, str], ...]):
+        super().__init__(message)
+        self.step = step
+        self.loss = loss
+        self.batches = batches
+
+
 class TrainingSpecError(ConfigError):
     """A training declaration is missing, malformed, or refuses training.
 
@@ -95,6 +112,7 @@ class ResumeMismatchError(TrainingCheckpointError):
 __all__ = [
     "ManifestError",
     "ManifestProblem",
+    "NonFiniteLossError",
     "ResumeMismatchError",
     "SplitError",
     "TrainingCheckpointError",

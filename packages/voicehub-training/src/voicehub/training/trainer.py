@@ -26,6 +26,8 @@ import hashlib
 import io
 import math
 import os
+import re
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, Literal
@@ -42,8 +44,9 @@ from voicehub.training.batching import LengthBucketBatchSampler
 from voicehub.training.callbacks import EarlyStopping, Metrics, TrainerCallback
 from voicehub.training.checkpoints import Checkpoint, CheckpointStore
 from voicehub.training.distributed import DistributedContext
-from voicehub.training.errors import ResumeMismatchError, TrainingCheckpointError, TrainingError
+from voicehub.training.errors import NonFiniteLossError, ResumeMismatchError, TrainingCheckpointError, TrainingError
 from voicehub.training.manifest import ManifestRecord
+from voicehub.training.precision import autocast_context, grad_scaler
 from voicehub.training.rng import capture_rng_state, restore_rng_state, seed_everything
 
 MODEL_FILE = "model.pt"
@@ -78,7 +81,16 @@ class TrainerConfig(Config):
         keep_checkpoints: newest checkpoints kept (older ones are deleted after a save).
         seed: seeds the random streams and the data order.
         bucket_batches: global batches per length-sorting pool of the sampler.
-        precision: ``float32``, or ``bfloat16`` autocast on devices that support it.
+        precision: ``float32``; ``bfloat16`` autocast on devices that support it; or ``float16``
+            (alias ``fp16``) autocast with a :class:`torch.amp.GradScaler` (dynamic loss scale,
+            saved in checkpoints; a step whose gradients overflow is skipped and the scale halves).
+        initial_loss_scale: the float16 gradient scaler's first loss scale (it then halves on
+            every overflow and doubles after 2000 clean steps).
+        non_finite_loss: what a NaN or infinite loss (or float32 gradient norm) does: ``stop``
+            raises :class:`~voicehub.training.errors.NonFiniteLossError` naming the step, the
+            records and the value; ``skip`` drops the step's gradients and goes on (the step
+            counts, the weights and the optimizer state stay as they were). Either way nothing
+            non-finite is applied or checkpointed.
     """
 
     config_type: ClassVar[str] = "trainer"
@@ -100,7 +112,9 @@ class TrainerConfig(Config):
     keep_checkpoints: int = 2
     seed: int = 0
     bucket_batches: int = 8
-    precision: Literal["float32", "bfloat16"] = "float32"
+    precision: Literal["float32", "bfloat16", "float16", "fp16"] = "float32"
+    initial_loss_scale: float = 65536.0
+    non_finite_loss: Literal["stop", "skip"] = "stop"
 
     def validate(self) -> None:
         """Check ranges.
@@ -120,6 +134,11 @@ class TrainerConfig(Config):
             raise ConfigError(
                 f"trainer: expected learning_rate > 0 and betas in [0, 1), got {self.learning_rate}, "
                 f"{self.adam_beta1}, {self.adam_beta2}"
+            )
+        if not 0 < self.initial_loss_scale < math.inf:
+            raise ConfigError(
+                f"trainer.initial_loss_scale: expected a finite value > 0, got {self.initial_loss_scale}",
+                key="initial_loss_scale",
             )
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ConfigError(
@@ -152,11 +171,14 @@ class TrainerState:
         step: optimizer steps completed.
         epoch: current epoch of the sampler.
         batch_index: next micro-batch of the epoch (this rank's batch list).
+        skipped_steps: steps not applied (non-finite loss with ``non_finite_loss="skip"``, or a
+            float16 gradient overflow).
     """
 
     step: int = 0
     epoch: int = 0
     batch_index: int = 0
+    skipped_steps: int = 0
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,6 +269,7 @@ class Trainer:
         self.store = CheckpointStore(self.output_dir / CHECKPOINT_DIR)
         self.state = TrainerState()
         self._stop_reason: str | None = None
+        self._scaler: torch.amp.GradScaler | None = None
         self.dist = DistributedContext()
 
     def _optimizer_parameters(self) -> list[nn.Parameter]:
@@ -323,6 +346,7 @@ class Trainer:
             weight_decay=config.weight_decay,
         )
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, learning_rate_factor(config))
+        self._scaler = grad_scaler(config.precision, self.device, initial_scale=config.initial_loss_scale)
         sampler = LengthBucketBatchSampler(
             [record.duration_s for record in self.train_records],
             batch_size=config.batch_size,
@@ -347,6 +371,7 @@ class Trainer:
         batches = sampler.batches(self.state.epoch)
         while self.state.step < config.max_steps and self._stop_reason is None:
             loss_sum = 0.0
+            step_batches: list[tuple[list[int], float]] = []
             for micro in range(config.grad_accumulation_steps):
                 if self.state.batch_index >= len(batches):
                     self.state.epoch += 1
@@ -360,22 +385,24 @@ class Trainer:
                 with sync:
                     with self._autocast():
                         loss = model(batch)["loss"]
-                    (loss / config.grad_accumulation_steps).backward()
+                    scaled = loss / config.grad_accumulation_steps
+                    (self._scaler.scale(scaled) if self._scaler is not None else scaled).backward()
                 loss_sum += float(loss.detach())
+                step_batches.append((indices, float(loss.detach())))
             mean_loss = self.dist.mean(loss_sum / config.grad_accumulation_steps)  # the same on every rank
-            if not math.isfinite(mean_loss):
-                raise TrainingError(
-                    f"step {self.state.step + 1}: the loss is {mean_loss}; the step was not applied; lower "
-                    f"learning_rate or check the data (the last checkpoint is still valid)"
-                )
             learning_rate = float(optimizer.param_groups[0]["lr"])
-            max_norm = config.max_grad_norm if config.max_grad_norm is not None else math.inf
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters, max_norm))
-            optimizer.step()
-            scheduler.step()
+            applied, grad_norm = self._apply_step(optimizer, mean_loss, step_batches)
+            with warnings.catch_warnings():  # a skipped step still advances the schedule (torch warns)
+                warnings.filterwarnings("ignore", re.escape("Detected call of `lr_scheduler.step()`"), UserWarning)
+                scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             self.state.step += 1
+            self.state.skipped_steps += 0 if applied else 1
             metrics = {"loss": mean_loss, "learning_rate": learning_rate, "grad_norm": grad_norm}
+            if self.state.skipped_steps or self._scaler is not None:  # from the first skip on
+                metrics["skipped_steps"] = float(self.state.skipped_steps)
+            if self._scaler is not None:
+                metrics["loss_scale"] = float(self._scaler.get_scale())
             for callback in self.callbacks:
                 callback.on_step_end(self, metrics)
             at_end = self.state.step >= config.max_steps
@@ -400,30 +427,90 @@ class Trainer:
         )
 
     def _autocast(self) -> contextlib.AbstractContextManager[object]:
-        if self.config.precision == "bfloat16":
-            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
-        return contextlib.nullcontext()
+        return autocast_context(self.config.precision, self.device)
+
+    def _apply_step(
+        self, optimizer: torch.optim.Optimizer, mean_loss: float, step_batches: list[tuple[list[int], float]]
+    ) -> tuple[bool, float]:
+        """Clip and step (through the float16 scaler if any); ``(applied, gradient norm)``.
+
+        A non-finite loss, or a non-finite float32 gradient norm (the same on every rank: the loss is
+        reduced, the gradients all-reduced), stops the run or skips the step per ``non_finite_loss``;
+        the scaler itself skips a float16 step whose gradients overflowed.
+
+        Raises:
+            NonFiniteLossError: with ``non_finite_loss="stop"``, before anything is applied.
+        """
+        max_norm = self.config.max_grad_norm if self.config.max_grad_norm is not None else math.inf
+        if math.isfinite(mean_loss) and self._scaler is not None:
+            self._scaler.unscale_(optimizer)
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters, max_norm))
+            scale = self._scaler.get_scale()
+            self._scaler.step(optimizer)  # skips the step when a gradient is inf or NaN
+            self._scaler.update()
+            return self._scaler.get_scale() >= scale, grad_norm
+        grad_norm = math.nan
+        if math.isfinite(mean_loss):
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters, max_norm))
+            if math.isfinite(grad_norm):
+                optimizer.step()
+                return True, grad_norm
+        error = self._non_finite_error(mean_loss, grad_norm, step_batches)
+        if self.config.non_finite_loss == "stop":
+            raise error
+        return False, grad_norm
+
+    def _non_finite_error(
+        self, mean_loss: float, grad_norm: float, step_batches: list[tuple[list[int], float]]
+    ) -> NonFiniteLossError:
+        bad = [indices for indices, loss in step_batches if not math.isfinite(loss)]
+        chosen = bad or [indices for indices, _ in step_batches]
+        batches = tuple((i, str(self.train_records[i].audio_path)) for indices in chosen for i in indices)
+        shown = ", ".join(f"#{i} {Path(path).name}" for i, path in batches[:8]) + (" ..." if len(batches) > 8 else "")
+        step = self.state.step + 1
+        if math.isfinite(mean_loss):
+            what, value = f"the loss is {mean_loss:.6g} but the gradient norm is {grad_norm}", grad_norm
+            where = f"records of the step on rank {self.dist.rank}: {shown}"
+        else:
+            what, value = f"the loss is {mean_loss}", mean_loss
+            origin = "" if bad else f" (on another rank; rank {self.dist.rank} had {shown})"
+            where = f"non-finite batch records: {shown}" if bad else f"records{origin}"
+        return NonFiniteLossError(
+            f"step {step}: {what}; {where}. The step was not applied and no checkpoint was written (the last one "
+            f"is still valid). Check those records (silent or corrupt audio, empty labels), lower learning_rate, "
+            f"or set trainer.non_finite_loss = 'skip' to drop such steps",
+            step=step,
+            loss=value,
+            batches=batches,
+        )
 
     def evaluate(self) -> Metrics:
         """Mean loss over the evaluation records (each rank its slice; reduced), without gradients.
 
+        Rank ``r`` of ``n`` scores records ``r, r + n, r + 2n, ...`` (the unwrapped module: no
+        collective call per batch, so ranks may run different numbers of batches); the summed
+        losses and counts are then reduced, so every record counts exactly once whatever the
+        number of records, ranks and batch size.
+
         Returns:
             ``{"eval_loss": ...}`` (utterance-weighted mean).
         """
-        sampler = LengthBucketBatchSampler(
-            [record.duration_s for record in self.eval_records],
-            batch_size=self.config.batch_size,
-            shuffle=False,
-            bucket_batches=1,
-            num_replicas=self.dist.world_size,
-            rank=self.dist.rank,
-        )
+        mine = list(range(self.dist.rank, len(self.eval_records), self.dist.world_size))
+        batches: list[list[int]] = []
+        if mine:
+            sampler = LengthBucketBatchSampler(
+                [self.eval_records[i].duration_s for i in mine],
+                batch_size=self.config.batch_size,
+                shuffle=False,
+                bucket_batches=1,
+            )
+            batches = [[mine[i] for i in local] for local in sampler.batches(0)]
         total, count = 0.0, 0.0
         was_training = self.module.training
         self.module.eval()
         try:
             with torch.no_grad(), self._autocast():
-                for indices in sampler.batches(0):
+                for indices in batches:
                     batch: TrainingBatch = self.adapter.collate([self.eval_records[i] for i in indices])
                     loss = self.module(batch.to(self.device))["loss"]
                     total += float(loss) * batch.size
@@ -445,6 +532,13 @@ class Trainer:
         return states
 
     def _save(self, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler) -> Path | None:
+        bad = [name for name, p in self.module.named_parameters() if not bool(torch.isfinite(p.detach()).all())]
+        if bad:
+            raise TrainingError(
+                f"step {self.state.step}: {len(bad)} parameter tensor(s) hold NaN or inf values "
+                f"({', '.join(bad[:3])}); no checkpoint was written (the last one is still valid); "
+                f"lower learning_rate or check the data"
+            )
         rng_states = self.dist.gather(capture_rng_state())
         path: Path | None = None
         if self.is_main:
@@ -457,9 +551,7 @@ class Trainer:
                 self.state.step,
                 {
                     MODEL_FILE: _torch_writer(self.module.state_dict()),
-                    OPTIMIZER_FILE: _torch_writer(
-                        {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
-                    ),
+                    OPTIMIZER_FILE: _torch_writer(self._optimizer_state(optimizer, scheduler)),
                     RNG_FILE: _torch_writer({"ranks": rng_states}),
                     STATE_FILE: _bytes_writer(strict_json.dumps(state, indent=2).encode("utf-8")),
                 },
@@ -471,6 +563,14 @@ class Trainer:
         for callback in self.callbacks:
             callback.on_checkpoint(self, Path(str(shared)))
         return path
+
+    def _optimizer_state(
+        self, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler
+    ) -> dict[str, Any]:
+        state: dict[str, Any] = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+        if self._scaler is not None:
+            state["grad_scaler"] = self._scaler.state_dict()
+        return state
 
     def _refuse_existing(self) -> None:
         if self.store.candidates():
@@ -500,8 +600,21 @@ class Trainer:
         saved = self._load(checkpoint, OPTIMIZER_FILE)
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
+        if self._scaler is not None:
+            if "grad_scaler" not in saved:
+                raise TrainingCheckpointError(
+                    f"{checkpoint.path}: {OPTIMIZER_FILE} has no float16 gradient-scaler state; it was not written by "
+                    f"a float16 run; start a new run in another output directory",
+                    path=checkpoint.path,
+                )
+            self._scaler.load_state_dict(saved["grad_scaler"])
         restore_rng_state(self._load(checkpoint, RNG_FILE)["ranks"][self.dist.rank])
-        self.state = TrainerState(step=state["step"], epoch=state["epoch"], batch_index=state["batch_index"])
+        self.state = TrainerState(
+            step=state["step"],
+            epoch=state["epoch"],
+            batch_index=state["batch_index"],
+            skipped_steps=state.get("skipped_steps", 0),
+        )
         for callback, callback_state in zip(self.callbacks, state["callbacks"], strict=False):
             if isinstance(callback, EarlyStopping) and callback_state is not None:
                 best = callback_state["best"]

@@ -101,7 +101,9 @@ class FrameClassificationModule(nn.Module):
         probabilities = probabilities[:, :num_frames].float().clamp(PROBABILITY_FLOOR, 1 - PROBABILITY_FLOOR)
         targets = batch.targets[:, :num_frames]
         mask = batch.frame_mask[:, :num_frames].float()
-        losses = F.binary_cross_entropy(probabilities, targets, reduction="none")
+        finite = torch.isfinite(probabilities)  # torch's BCE raises on NaN: let it reach the loss instead
+        losses = F.binary_cross_entropy(probabilities.nan_to_num(0.5), targets, reduction="none")
+        losses = torch.where(finite, losses, torch.full_like(losses, math.nan))
         per_utterance = (losses * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
         return {"loss": per_utterance.mean()}
 
