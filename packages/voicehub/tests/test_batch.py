@@ -157,7 +157,8 @@ def test_missing_empty_and_corrupt_files_become_error_rows_and_the_job_finishes(
         assert rows[path]["error"] is None and rows[path]["embedding"] is not None
     for path in inputs[3:]:
         assert rows[path]["vad_segments"] is None and rows[path]["embedding"] is None
-    with pytest.raises(BatchItemError, match=r"empty\.wav: read: AudioDecodeError: .*file is empty"):
+    # files are dispatched longest first, so the 40-byte corrupt file is the first bad one to run
+    with pytest.raises(BatchItemError, match=r"corrupt\.flac: read: AudioDecodeError: .*cannot decode as audio"):
         map_corpus(inputs, _steps(), output=tmp_path / "raise", workers=1, on_error="raise")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -39,21 +40,38 @@ def _inputs(arguments: tuple[str, ...]) -> list[str]:
 
 
 class _Progress:
-    """A tqdm bar over files, with the audio hours done as its postfix."""
+    """A tqdm bar over the corpus's files, with the audio hours done as its postfix.
 
-    def __init__(self, total: int, enabled: bool, desc: str) -> None:
+    :meth:`start` (``map_corpus``'s ``on_start``) opens it at the files an earlier run already
+    wrote (``--resume``): the total stays the corpus, the bar and the hours start at what is done.
+    """
+
+    def __init__(self, enabled: bool, desc: str) -> None:
+        self._enabled = enabled
+        self._desc = desc
+        self._bar: Any = None
+        self._seconds = 0.0
+
+    def start(self, total: int, done: int, seconds: float) -> None:
         from tqdm import tqdm
 
-        self._bar = tqdm(total=total, desc=desc, unit="file", disable=not enabled, file=sys.stderr)
-        self._seconds = 0.0
+        self._seconds = seconds
+        self._bar = tqdm(
+            total=total, initial=done, desc=self._desc, unit="file", disable=not self._enabled, file=sys.stderr
+        )
+        self._bar.set_postfix_str(self._hours())
 
     def __call__(self, files: int, seconds: float) -> None:
         self._seconds += seconds
-        self._bar.set_postfix_str(f"{self._seconds / 3600:.3f} h audio", refresh=False)
+        self._bar.set_postfix_str(self._hours(), refresh=False)
         self._bar.update(files)
 
+    def _hours(self) -> str:
+        return f"{self._seconds / 3600:.3f} h audio"
+
     def close(self) -> None:
-        self._bar.close()
+        if self._bar is not None:
+            self._bar.close()
 
 
 def _make_command(step: str, task_help: str) -> click.Command:
@@ -113,7 +131,7 @@ def _make_command(step: str, task_help: str) -> click.Command:
 
                 kind = get_default_model_spec(task).model_type
             model = AutoModel.from_pretrained(source, model_type=kind, device=common.device)
-            bar = _Progress(len(paths), common.show_progress(), desc=f"batch {step}")
+            bar = _Progress(common.show_progress(), desc=f"batch {step}")
             try:
                 summary = map_corpus(
                     paths,
@@ -126,6 +144,7 @@ def _make_command(step: str, task_help: str) -> click.Command:
                     resume=resume,
                     address=address,
                     progress=bar,
+                    on_start=bar.start,
                 )
             finally:
                 bar.close()
