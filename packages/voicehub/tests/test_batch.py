@@ -23,6 +23,7 @@ import soundfile as sf
 from voicehub import AutoModel
 from voicehub.architectures.errors import NoSpeechFoundError
 from voicehub.batch import SUMMARY_FILE_NAME, Step, expand_inputs, map_corpus, read_output
+from voicehub.batch.corpus import plan_batches
 from voicehub.core.audio import load_audio
 from voicehub.core.errors import OutputPathError
 from voicehub.errors import BatchInputError, BatchItemError
@@ -118,7 +119,8 @@ def test_local_engine_equals_the_plain_loop_on_200_real_clips(
     silent = sum(embedding is None for _, embedding in plain_loop.values())
     assert summary.files == summary.processed_files == NUM_CLIPS and summary.failures == silent
     assert summary.audio_hours == pytest.approx(hours) and summary.workers == 2
-    assert sum(seen) == NUM_CLIPS and len(seen) == 8  # one progress call per written part
+    parts = sorted((tmp_path / "out").glob("part-*.parquet"))
+    assert sum(seen) == NUM_CLIPS and len(seen) == len(parts) > 8  # one call per part; the last batches are smaller
     written = json.loads((tmp_path / "out" / SUMMARY_FILE_NAME).read_text())
     assert written["type"] == "batch_summary" and written["files"] == NUM_CLIPS and written["steps"] == ["vad", "embed"]
     again = map_corpus(corpus, _steps(), output=tmp_path / "out", engine="local", workers=2)  # resume: all done
@@ -195,8 +197,15 @@ def test_a_job_killed_midway_and_resumed_writes_each_input_exactly_once(tmp_path
     before = read_output(output).column("path").to_pylist()
     assert 6 <= len(before) < len(paths)
     time.sleep(0.1)
-    summary = map_corpus(paths, ["vad"], output=output, workers=1, batch_size=8)
+    started: list[tuple[int, int, float]] = []
+    summary = map_corpus(
+        paths, ["vad"], output=output, workers=1, batch_size=8, on_start=lambda *counts: started.append(counts)
+    )
     assert summary.skipped_files == len(before) and summary.processed_files == len(paths) - len(before)
+    # progress starts at the files the killed run wrote: the corpus stays the total, their hours count as done
+    ((total, done, done_s),) = started
+    assert (total, done) == (len(paths), len(before))
+    assert done_s == pytest.approx(sum(sf.info(path).duration for path in before), abs=1e-9)
     written = read_output(output).column("path").to_pylist()
     assert written == sorted(paths)  # every input exactly once
     assert not list(output.glob(".part-*"))
@@ -239,3 +248,21 @@ def test_an_output_with_parts_is_refused_without_resume_and_with_other_steps(tmp
         map_corpus([clip], ["vad"], output=tmp_path / "out", resume=False)
     with pytest.raises(OutputPathError, match=r"holds columns .* this job writes"):
         map_corpus([clip], ["embed"], output=tmp_path / "out")
+
+
+def test_batches_go_longest_first_and_shrink_so_the_workers_finish_together(tmp_path: Path) -> None:
+    sizes = [50, 400, 50, 50, 400, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50]  # bytes: the work scales with them
+    paths = []
+    for index, size in enumerate(sizes):
+        path = tmp_path / f"f{index:02d}.wav"
+        path.write_bytes(b"x" * size)
+        paths.append(str(path))
+    paths.append(str(tmp_path / "missing.wav"))  # no size: an error row, dispatched last
+    batches = plan_batches(paths, batch_size=3, workers=2)
+    flat = [path for batch in batches for path in batch]
+    assert flat == [paths[1], paths[4], *(p for p, size in zip(paths, sizes, strict=False) if size == 50), paths[-1]]
+    # at most 3 files and at most a quarter (2 workers x 2) of the bytes not yet cut: the big files
+    # alone, then 3 small ones (150 of 700), then ever smaller batches, so no worker idles on a tail
+    assert [len(batch) for batch in batches] == [1, 1, 3, 2, 2, *[1] * 8]
+    one_worker = plan_batches(paths[:5], batch_size=2, workers=1)  # nothing to balance: full batches
+    assert one_worker == [[paths[1], paths[4]], [paths[0], paths[2]], [paths[3]]]

@@ -95,10 +95,10 @@ def longest_first(paths: Sequence[str]) -> list[str]:
 def plan_batches(paths: Sequence[str], batch_size: int, workers: int) -> list[list[str]]:
     """Cut ``paths`` into batches, longest files first, that let the workers finish together.
 
-    Each batch holds at most ``batch_size`` files and, once it holds one, no more than a
-    ``2 * workers``-th of the work (file bytes) not yet cut: the batches shrink toward the end of
-    the corpus, so no worker starts a long batch while the others run out of work (the idle tail
-    a fixed batch size leaves on one core).
+    Each batch holds at most ``batch_size`` files and, with more than one worker and once it
+    holds one file, no more than a ``2 * workers``-th of the work (file bytes) not yet cut: the
+    batches shrink toward the end of the corpus, so no worker starts a long batch while the
+    others run out of work (the idle tail a fixed batch size leaves on one core).
     """
     sized = sorted(((_file_size(path), index, path) for index, path in enumerate(paths)), key=lambda t: (-t[0], t[1]))
     remaining = sum(size for size, _, _ in sized)
@@ -106,7 +106,7 @@ def plan_batches(paths: Sequence[str], batch_size: int, workers: int) -> list[li
     batch: list[str] = []
     batch_bytes = 0
     for size, _, path in sized:
-        if batch and (len(batch) >= batch_size or batch_bytes + size > remaining / (2 * workers)):
+        if batch and (len(batch) >= batch_size or (workers > 1 and batch_bytes + size > remaining / (2 * workers))):
             batches.append(batch)
             remaining -= batch_bytes
             batch, batch_bytes = [], 0
