@@ -23,6 +23,7 @@ import soundfile as sf
 from voicehub import AutoModel
 from voicehub.architectures.errors import NoSpeechFoundError
 from voicehub.batch import SUMMARY_FILE_NAME, Step, expand_inputs, map_corpus, read_output
+from voicehub.batch._local import forks_from_driver
 from voicehub.batch.corpus import plan_batches
 from voicehub.core.audio import load_audio
 from voicehub.core.errors import OutputPathError
@@ -125,6 +126,17 @@ def test_local_engine_equals_the_plain_loop_on_200_real_clips(
     assert written["type"] == "batch_summary" and written["files"] == NUM_CLIPS and written["steps"] == ["vad", "embed"]
     again = map_corpus(corpus, _steps(), output=tmp_path / "out", engine="local", workers=2)  # resume: all done
     assert again.skipped_files == NUM_CLIPS and again.processed_files == 0 and again.files == NUM_CLIPS
+
+
+@pytest.mark.slow  # a forkserver imports torch once more: ~10 s on an idle machine, a minute under load
+def test_workers_with_two_threads_start_from_a_forkserver_and_equal_the_plain_loop(
+    corpus: list[str], plain_loop: Reference, tmp_path: Path
+) -> None:
+    assert forks_from_driver(1) == sys.platform.startswith("linux") and not forks_from_driver(2)
+    some = corpus[:12]
+    summary = map_corpus(some, _steps(), output=tmp_path / "out", workers=1, cpus_per_worker=2, batch_size=4)
+    _check_equals_plain_loop(tmp_path / "out", {path: plain_loop[path] for path in some})
+    assert summary.files == len(some)
 
 
 @pytest.mark.slow
