@@ -13,8 +13,9 @@ seconds, tens of seconds on a loaded machine), so the workers start in one of tw
 * **forkserver** (``cpus_per_worker > 1``, or no ``fork``: ``spawn`` where there is no
   forkserver, e.g. Windows): a clean server process that imported torch and this module once, and
   never ran a torch operation or held a model, forks each worker, so the workers may use OpenMP
-  threads; each loads its models from the pickled recipes on its first batch. The server lives as
-  long as the driver process, so later jobs start faster.
+  threads; each loads its models from the pickled recipes on its first batch. The server (which
+  also imports pyarrow and pandas, which turning rows into Arrow imports) lives as long as the
+  driver process, so later jobs start faster.
 
 Each worker pins its torch threads to ``cpus_per_worker`` and builds one
 :class:`~voicehub.batch._worker.BatchWorker` from the job's steps. At most two batches per worker
@@ -62,13 +63,19 @@ def forks_from_driver(cpus_per_worker: int) -> bool:
     )
 
 
-def _preload(steps: Sequence[Step]) -> None:
-    """Load the steps' models in the driver, so the forked workers inherit them."""
+def _preload(steps: Sequence[Step], on_error: OnError) -> None:
+    """Load the steps' models in the driver, so the forked workers inherit them.
+
+    Also builds one empty result table: turning Python rows into Arrow imports pandas when it is
+    installed (pyarrow's pandas shim), seconds that every worker would otherwise spend on its first
+    batch; the driver imports it anyway when it writes the first part.
+    """
     for step in steps:
         # A model that fails to load here is left unloaded: each worker then tries again on its
         # first file and records the error in that file's row, as the forkserver workers do.
         with contextlib.suppress(Exception):
             step.model.load()
+    BatchWorker(steps, on_error=on_error)([])
 
 
 def _context(cpus_per_worker: int) -> multiprocessing.context.BaseContext:
@@ -77,7 +84,8 @@ def _context(cpus_per_worker: int) -> multiprocessing.context.BaseContext:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["torch", __name__])  # read when the server starts (once per driver)
+    # read when the server starts (once per driver); a module that is not installed is skipped
+    context.set_forkserver_preload(["torch", "pyarrow", "pandas", __name__])
     return context
 
 
@@ -97,7 +105,7 @@ def run_local(
     """
     context = _context(cpus_per_worker)
     if context.get_start_method() == "fork":
-        _preload(steps)
+        _preload(steps, on_error)
     with ProcessPoolExecutor(
         max_workers=workers,
         mp_context=context,
