@@ -57,9 +57,7 @@ def _run_batch(paths: Sequence[str]) -> pa.Table:
 def forks_from_driver(cpus_per_worker: int) -> bool:
     """Whether the workers are forked from the driver, with its loaded models (see the module docstring)."""
     return (
-        sys.platform.startswith("linux")
-        and cpus_per_worker == 1
-        and "fork" in multiprocessing.get_all_start_methods()
+        sys.platform.startswith("linux") and cpus_per_worker == 1 and "fork" in multiprocessing.get_all_start_methods()
     )
 
 
@@ -123,7 +121,9 @@ def run_local(
         with warnings.catch_warnings():
             # Python >= 3.12 warns that forking a process with threads (torch's) may deadlock the
             # child; the workers run torch on one thread, outside those threads (module docstring).
-            warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning)
+            warnings.filterwarnings(
+                "ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning
+            )
             for _ in range(2 * workers):  # the first submit starts the workers
                 submit()
         try:

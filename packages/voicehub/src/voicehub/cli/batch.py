@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from voicehub.cli._inputs import INPUTS_HELP, cli_model_type, default_model_help, expand_audio_inputs
 from voicehub.cli._options import CommonOptions, common_options
 from voicehub.core.errors import VoiceHubError
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 _LIST_HELP = (
     " A .txt/.lst/.list file is read as a list of paths (one a line) and a .jsonl file as a manifest "
@@ -49,7 +52,7 @@ class _Progress:
     def __init__(self, enabled: bool, desc: str) -> None:
         self._enabled = enabled
         self._desc = desc
-        self._bar: Any = None
+        self._bar: tqdm | None = None
         self._seconds = 0.0
 
     def start(self, total: int, done: int, seconds: float) -> None:
@@ -62,6 +65,8 @@ class _Progress:
         self._bar.set_postfix_str(self._hours())
 
     def __call__(self, files: int, seconds: float) -> None:
+        if self._bar is None:  # pragma: no cover - map_corpus calls on_start before any part
+            raise RuntimeError("batch progress bar updated before it was started")
         self._seconds += seconds
         self._bar.set_postfix_str(self._hours(), refresh=False)
         self._bar.update(files)
