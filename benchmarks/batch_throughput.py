@@ -92,10 +92,6 @@ def main() -> None:
     (work / "corpus").mkdir()
     paths = build_corpus(work / "corpus", args.files, args.minutes)
     hours = sum(sf.info(p).duration for p in paths) / 3600
-    print(
-        f"corpus: {len(paths)} files, {hours * 60:.1f} min of audio; cpus={os.cpu_count()}; workers={args.workers}; "
-        f"local workers forked from the driver: {_local.forks_from_driver(1)}"
-    )
 
     def steps() -> list[Step]:
         return [
@@ -104,6 +100,10 @@ def main() -> None:
         ]
 
     plain_steps = steps()
+    print(
+        f"corpus: {len(paths)} files, {hours * 60:.1f} min of audio; cpus={os.cpu_count()}; workers={args.workers}; "
+        f"local workers forked from the driver: {_local.forks_from_driver(1, plain_steps)}"
+    )
     for step in plain_steps:  # the plain loop's models are loaded before timing (the engines load theirs inside)
         step.model.load()
 
@@ -124,7 +124,7 @@ def main() -> None:
             marks: list[tuple[float, int]] = []  # (time, files) of each written part
             with contextlib.ExitStack() as stack:
                 if name == "local-fs":  # what cpus_per_worker > 1 does, with one thread per worker
-                    stack.enter_context(mock.patch.object(_local, "forks_from_driver", lambda cpus: False))
+                    stack.enter_context(mock.patch.object(_local, "forks_from_driver", lambda cpus, steps: False))
                 summary = map_corpus(
                     paths,
                     steps(),

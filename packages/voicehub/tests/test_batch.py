@@ -132,7 +132,7 @@ def test_local_engine_equals_the_plain_loop_on_200_real_clips(
 def test_workers_with_two_threads_start_from_a_forkserver_and_equal_the_plain_loop(
     corpus: list[str], plain_loop: Reference, tmp_path: Path
 ) -> None:
-    assert forks_from_driver(1) == sys.platform.startswith("linux") and not forks_from_driver(2)
+    assert forks_from_driver(1, _steps()) == sys.platform.startswith("linux") and not forks_from_driver(2, _steps())
     some = corpus[:12]
     summary = map_corpus(some, _steps(), output=tmp_path / "out", workers=1, cpus_per_worker=2, batch_size=4)
     _check_equals_plain_loop(tmp_path / "out", {path: plain_loop[path] for path in some})

@@ -3,19 +3,19 @@
 Start-up is what this engine's speed on a short corpus is made of (importing torch alone takes
 seconds, tens of seconds on a loaded machine), so the workers start in one of two ways:
 
-* **fork from the driver** (Linux, ``cpus_per_worker=1``): the driver loads the steps' models
-  once, then forks the workers, which inherit torch already imported and the weights already in
-  memory (shared copy-on-write): a worker is ready in milliseconds and runs the first batch at
-  once. Each worker sets one torch thread before any torch operation: with one thread torch
-  never enters an OpenMP parallel region, so the driver's OpenMP thread pool (which a forked
-  child cannot use: GNU OpenMP waits forever on the parent's threads) is never touched. This is
-  how PyTorch's own ``DataLoader`` workers run.
-* **forkserver** (``cpus_per_worker > 1``, or no ``fork``: ``spawn`` where there is no
-  forkserver, e.g. Windows): a clean server process that imported torch and this module once, and
-  never ran a torch operation or held a model, forks each worker, so the workers may use OpenMP
-  threads; each loads its models from the pickled recipes on its first batch. The server (which
-  also imports pyarrow and pandas, which turning rows into Arrow imports) lives as long as the
-  driver process, so later jobs start faster.
+* **fork from the driver** (Linux, ``cpus_per_worker=1``, every step on the CPU): the driver
+  loads the steps' models once, then forks the workers, which inherit torch already imported and
+  the weights already in memory (shared copy-on-write): a worker is ready in milliseconds and runs
+  the first batch at once. Each worker sets one torch thread before any torch operation: with one
+  thread torch never enters an OpenMP parallel region, so the driver's OpenMP thread pool (which a
+  forked child cannot use: GNU OpenMP waits forever on the parent's threads) is never touched.
+  This is how PyTorch's own ``DataLoader`` workers run.
+* **forkserver** (``cpus_per_worker > 1``, a step on a GPU, or no ``fork``; ``spawn`` where there
+  is no forkserver, e.g. Windows): a clean server process that imported torch and this module
+  once, and never ran a torch operation or held a model, forks each worker, so the workers may use
+  OpenMP threads; each loads its models from the pickled recipes on its first batch. The server
+  (which also imports pyarrow and pandas, which turning rows into Arrow imports) lives as long as
+  the driver process, so later jobs start faster.
 
 Each worker pins its torch threads to ``cpus_per_worker`` and builds one
 :class:`~voicehub.batch._worker.BatchWorker` from the job's steps. At most two batches per worker
@@ -54,10 +54,26 @@ def _run_batch(paths: Sequence[str]) -> pa.Table:
     return _WORKER(paths)
 
 
-def forks_from_driver(cpus_per_worker: int) -> bool:
-    """Whether the workers are forked from the driver, with its loaded models (see the module docstring)."""
+def _on_cpu(step: Step) -> bool:
+    from voicehub.core.device import resolve_device
+
+    try:
+        return resolve_device(step.model.device).type == "cpu"
+    except Exception:  # a device this machine lacks: the workers record the error, as forkserver ones do
+        return False
+
+
+def forks_from_driver(cpus_per_worker: int, steps: Sequence[Step]) -> bool:
+    """Whether the workers are forked from the driver, with its loaded models (see the module docstring).
+
+    Only on Linux, with one torch thread per worker, and when every step runs on the CPU (a
+    process that has used CUDA cannot hand it to a forked child).
+    """
     return (
-        sys.platform.startswith("linux") and cpus_per_worker == 1 and "fork" in multiprocessing.get_all_start_methods()
+        sys.platform.startswith("linux")
+        and cpus_per_worker == 1
+        and "fork" in multiprocessing.get_all_start_methods()
+        and all(_on_cpu(step) for step in steps)
     )
 
 
@@ -76,8 +92,8 @@ def _preload(steps: Sequence[Step], on_error: OnError) -> None:
     BatchWorker(steps, on_error=on_error)([])
 
 
-def _context(cpus_per_worker: int) -> multiprocessing.context.BaseContext:
-    if forks_from_driver(cpus_per_worker):
+def _context(cpus_per_worker: int, steps: Sequence[Step]) -> multiprocessing.context.BaseContext:
+    if forks_from_driver(cpus_per_worker, steps):
         return multiprocessing.get_context("fork")
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
@@ -101,7 +117,7 @@ def run_local(
         BatchItemError: with ``on_error="raise"``, from the first failing file (the batches not
             started yet are cancelled; finished ones have already been yielded).
     """
-    context = _context(cpus_per_worker)
+    context = _context(cpus_per_worker, steps)
     if context.get_start_method() == "fork":
         _preload(steps, on_error)
     with ProcessPoolExecutor(
