@@ -27,7 +27,7 @@ from voicehub.batch._local import forks_from_driver
 from voicehub.batch.corpus import plan_batches
 from voicehub.core.audio import load_audio
 from voicehub.core.errors import OutputPathError
-from voicehub.errors import BatchInputError, BatchItemError
+from voicehub.errors import BatchInputError, BatchItemError, UnpicklableModelError
 
 ROOT = Path(__file__).resolve().parents[3]
 SOURCES = sorted((ROOT / "tests" / "data" / "librivox").glob("*.wav")) + sorted(
@@ -223,6 +223,36 @@ def test_a_job_killed_midway_and_resumed_writes_each_input_exactly_once(tmp_path
     assert not list(output.glob(".part-*"))
 
 
+_OPENMP_DRIVER = """
+import sys
+import torch
+from voicehub.batch import map_corpus, read_output
+from voicehub.batch._local import forks_from_driver
+if __name__ == "__main__":
+    torch.set_num_threads(2)
+    torch.randn(10**7).exp_()  # the driver's OpenMP pool now has threads a forked child must never wait on
+    summary = map_corpus(sys.argv[2:], ["vad"], output=sys.argv[1], workers=2, batch_size=1)
+    print(forks_from_driver(1, []), summary.files, summary.failures, read_output(sys.argv[1]).num_rows)
+"""
+
+
+def test_workers_forked_from_a_driver_that_used_openmp_threads_do_not_deadlock(tmp_path: Path) -> None:
+    paths = _cut_corpus(tmp_path / "clips", 4)
+    script = tmp_path / "job.py"
+    script.write_text(_OPENMP_DRIVER)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    # a forked worker that ran torch on two threads would wait forever on the driver's OpenMP threads
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "out"), *paths],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    )
+    assert done.stdout.split() == [str(sys.platform.startswith("linux")), "4", "0", "4"]
+
+
 def test_inputs_from_a_directory_a_path_list_and_a_jsonl_manifest(tmp_path: Path) -> None:
     paths = _cut_corpus(tmp_path / "clips", 3)
     assert expand_inputs(tmp_path / "clips") == paths
@@ -250,6 +280,9 @@ def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path) -> None:
         Step(name="vad", model=AutoModel.from_pretrained(model_type="sv_ge2e"))
     with pytest.raises(BatchInputError, match="only the 'ray' engine reserves GPUs"):
         map_corpus([clip], ["vad"], output=tmp_path / "a", gpus_per_worker=1)
+    training = AutoModel.from_pretrained(model_type="vad_silero", device="cpu").load_for_training()
+    with pytest.raises(UnpicklableModelError, match="loaded for training"):  # even though forked workers need no pickle
+        map_corpus([clip], [training], output=tmp_path / "a")
     assert not (tmp_path / "a").exists()
 
 

@@ -12,6 +12,7 @@ so the local and the Ray engine give the same rows as a plain loop.
 from __future__ import annotations
 
 import os
+import pickle
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal, TypeAlias
@@ -171,6 +172,8 @@ def map_corpus(
         OutputPathError: when ``output`` cannot be written, or holds parts and ``resume`` is false.
         BatchItemError: with ``on_error="raise"``, for the first failing file.
         OptionalDependencyError: for ``engine="ray"`` without Ray installed.
+        UnpicklableModelError: for a wrapper that cannot travel to a worker as a recipe (loaded
+            for training, a tainted plan; see :mod:`voicehub._recipe`), before anything runs.
     """
     started = time.perf_counter()
     if engine not in ("local", "ray"):
@@ -190,6 +193,8 @@ def map_corpus(
     names = [step.name for step in resolved]
     if len(set(names)) != len(names):
         raise BatchInputError(f"map_corpus steps: each step may appear once, got {names}")
+    for step in resolved:  # what a worker rebuilds it from: refused here, whichever way it reaches the workers
+        pickle.dumps(step.model)
     paths = expand_inputs(inputs)
     writer = PartWriter(output, output_schema(names), resume=resume)
     todo = [path for path in paths if path not in writer.done]
