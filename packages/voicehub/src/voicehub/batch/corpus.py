@@ -147,7 +147,8 @@ def map_corpus(
         output: the output directory (see :mod:`voicehub.batch._output` for its layout).
         engine: ``"local"`` (a process pool) or ``"ray"`` (Ray Data actors; ``voicehub[ray]``).
         workers: worker processes or actors; default: CPUs (``os.cpu_count()``) divided by
-            ``cpus_per_worker``, at least 1, at most one per batch.
+            ``cpus_per_worker``, at least 1, at most one per batch (the local engine's batches
+            shrink, so even a few files spread over the workers).
         cpus_per_worker: CPUs per worker; its torch threads are pinned to this many.
         gpus_per_worker: GPUs reserved per Ray actor (fractions share a GPU); ``ray`` only.
         batch_size: at most this many paths per batch, which is also the unit of a written part
@@ -203,7 +204,12 @@ def map_corpus(
         on_start(len(paths), len(skipped), writer.done_seconds(skipped))
     if workers is None:
         workers = max(1, (os.cpu_count() or 1) // cpus_per_worker)
-    workers = max(1, min(workers, -(-len(todo) // batch_size)))
+    if engine == "local":  # the batches shrink toward the end: a few long files still spread over the workers
+        workers = max(1, min(workers, len(todo)))
+        batches = plan_batches(todo, batch_size, workers)
+        workers = max(1, min(workers, len(batches)))
+    else:  # Ray cuts blocks of batch_size
+        workers = max(1, min(workers, -(-len(todo) // batch_size)))
     processed_files = 0
     processed_s = 0.0
     startup_s: float | None = None
@@ -214,7 +220,7 @@ def map_corpus(
         from voicehub.batch._local import run_local
 
         tables = run_local(
-            plan_batches(todo, batch_size, workers),
+            batches,
             resolved,
             workers=workers,
             cpus_per_worker=cpus_per_worker,
