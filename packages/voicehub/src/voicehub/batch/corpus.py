@@ -4,9 +4,9 @@ The driver (this function) expands the inputs, skips those an earlier run alread
 (``resume=True``), orders the rest longest first and cuts it into batches of at most
 ``batch_size`` paths that shrink toward the end (:func:`plan_batches`, so the workers finish
 together), hands them to an engine and writes each finished batch as one Parquet part
-(:mod:`voicehub.batch._output`). The
-engines only move batches: the work is the engine-neutral :class:`~voicehub.batch.BatchWorker`,
-so the local and the Ray engine give the same rows as a plain loop.
+(:mod:`voicehub.batch._output`). The engines only move batches: the work is the engine-neutral
+:class:`~voicehub.batch.BatchWorker`, so the local and the Ray engine give the same rows as a
+plain loop.
 """
 
 from __future__ import annotations
