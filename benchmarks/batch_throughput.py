@@ -1,6 +1,7 @@
 """Corpus throughput of ``voicehub.batch``: a plain one-thread loop, the local engine and Ray, in one run.
 
-The corpus is ``--files`` long files (``--minutes`` each, default 1 min), built at run time from the
+The corpus is ``--files`` long files (``--minutes`` each; default 40 files of 1 min; a longer
+setting: ``--files 24 --minutes 5``, two hours of audio), built at run time from the
 real test speech (the 60 s Silero test file, the LibriVox utterances and the synthetic voices,
 concatenated in a seeded order), so every file differs. The job is VAD (Silero) + speaker
 embedding (GE2E) per file. For ``--repeats`` rounds, interleaved so the machine's load hits all
@@ -8,8 +9,11 @@ alike, the script times:
 
 * ``plain``: one process, one torch thread, ``detect`` then ``embed`` per file, in a loop;
 * ``local``: ``map_corpus(engine="local", workers=--workers, cpus_per_worker=1)`` into a fresh
-  directory: its wall time includes the engine start-up (the forkserver, worker processes, model
-  loads: the summary's ``startup_s`` is the time to the first finished batch);
+  directory: its wall time includes the engine start-up (model loads in the driver, forking the
+  workers: the summary's ``startup_s`` is the time to the first finished batch);
+* ``local-fs`` (with ``--forkserver``): the same with the workers started from a forkserver (a
+  fresh process that imports torch, the workers then load their models: what ``cpus_per_worker
+  > 1`` does), to compare the two start-ups;
 * ``ray``: the same on a local Ray (``num_cpus=--workers``, dashboard off), Ray's own start-up
   (``ray.init``) timed separately and reported, not included.
 
@@ -20,13 +24,14 @@ It prints files/s and audio-hours/s per engine (min/median wall time), the ratio
 the plain loop, the start-up costs and the load average (``os.getloadavg``) around every run: the
 machine is shared, so read the numbers next to the load.
 
-Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/batch_throughput.py [--files 12] [--minutes 1]
-[--workers 2] [--repeats 2] [--batch-size 2] [--no-ray]``
+Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/batch_throughput.py [--files 40] [--minutes 1]
+[--workers 2] [--repeats 2] [--batch-size 4] [--forkserver] [--no-ray]``
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -34,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import soundfile as sf
@@ -67,25 +73,25 @@ def build_corpus(directory: Path, files: int, minutes: float, seed: int = 0) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=12)
+    parser.add_argument("--files", type=int, default=40)
     parser.add_argument("--minutes", type=float, default=1.0)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=4)
+    parser.add_argument("--forkserver", action="store_true", help="also time the local engine's forkserver start-up")
     parser.add_argument("--no-ray", action="store_true")
     args = parser.parse_args()
 
     import torch
 
     from voicehub import AutoModel
-    from voicehub.batch import Step, map_corpus
+    from voicehub.batch import Step, _local, map_corpus
 
     torch.set_num_threads(1)
     work = Path(tempfile.mkdtemp(prefix="voicehub-batch-bench-"))
     (work / "corpus").mkdir()
     paths = build_corpus(work / "corpus", args.files, args.minutes)
     hours = sum(sf.info(p).duration for p in paths) / 3600
-    print(f"corpus: {len(paths)} files, {hours * 60:.1f} min of audio; cpus={os.cpu_count()}; workers={args.workers}")
 
     def steps() -> list[Step]:
         return [
@@ -94,6 +100,10 @@ def main() -> None:
         ]
 
     plain_steps = steps()
+    print(
+        f"corpus: {len(paths)} files, {hours * 60:.1f} min of audio; cpus={os.cpu_count()}; workers={args.workers}; "
+        f"local workers forked from the driver: {_local.forks_from_driver(1, plain_steps)}"
+    )
     for step in plain_steps:  # the plain loop's models are loaded before timing (the engines load theirs inside)
         step.model.load()
 
@@ -105,23 +115,29 @@ def main() -> None:
         return None
 
     steady: dict[str, list[float]] = {}
+    first_files: dict[str, list[int]] = {}  # files in each run's first finished batch
 
     def engine(name: str) -> Callable[[], float | None]:
         def run() -> float | None:
             out = work / f"out-{name}"
             shutil.rmtree(out, ignore_errors=True)
             marks: list[tuple[float, int]] = []  # (time, files) of each written part
-            summary = map_corpus(
-                paths,
-                steps(),
-                output=out,
-                engine=name,  # type: ignore[arg-type]
-                workers=args.workers,
-                batch_size=args.batch_size,
-                progress=lambda files, seconds: marks.append((time.perf_counter(), files)),
-            )
+            with contextlib.ExitStack() as stack:
+                if name == "local-fs":  # what cpus_per_worker > 1 does, with one thread per worker
+                    stack.enter_context(mock.patch.object(_local, "forks_from_driver", lambda cpus, steps: False))
+                summary = map_corpus(
+                    paths,
+                    steps(),
+                    output=out,
+                    engine="ray" if name == "ray" else "local",
+                    workers=args.workers,
+                    batch_size=args.batch_size,
+                    progress=lambda files, seconds: marks.append((time.perf_counter(), files)),
+                )
             if summary.failures:
                 raise SystemExit(f"{name}: {summary.failures} files failed")
+            if marks:
+                first_files.setdefault(name, []).append(marks[0][1])
             if len(marks) > 1:  # files/s once running: the parts after the first, over the time they took
                 steady.setdefault(name, []).append(sum(f for _, f in marks[1:]) / (marks[-1][0] - marks[0][0]))
             return summary.startup_s
@@ -129,6 +145,8 @@ def main() -> None:
         return run
 
     calls: dict[str, Callable[[], float | None]] = {"plain": plain, "local": engine("local")}
+    if args.forkserver:
+        calls["local-fs"] = engine("local-fs")
     ray_init_s = None
     if not args.no_ray:
         os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
@@ -151,18 +169,18 @@ def main() -> None:
             if startup is not None:
                 startups[name].append(startup)
             print(
-                f"round {round_index + 1} {name:5s}: {elapsed:7.1f} s"
+                f"round {round_index + 1} {name:8s}: {elapsed:7.1f} s"
                 + (f" (first batch after {startup:.1f} s)" if startup is not None else "")
                 + f"; load average {load_before:.1f} -> {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
     print()
-    print(f"{'engine':6s} {'files/s min|med':>18s} {'audio h/s min|med':>22s} {'x plain min|med':>18s}")
+    print(f"{'engine':8s} {'files/s min|med':>18s} {'audio h/s min|med':>22s} {'x plain min|med':>18s}")
     base_min, base_med = min(times["plain"]), statistics.median(times["plain"])
     for name, values in times.items():
         low, mid = min(values), statistics.median(values)
         print(
-            f"{name:6s} {len(paths) / low:8.3f} | {len(paths) / mid:6.3f} {hours / low:10.5f} | {hours / mid:8.5f} "
+            f"{name:8s} {len(paths) / low:8.3f} | {len(paths) / mid:6.3f} {hours / low:10.5f} | {hours / mid:8.5f} "
             f"{base_min / low:8.2f} | {base_med / mid:5.2f}"
         )
     plain_rate = len(paths) / base_min
@@ -171,9 +189,16 @@ def main() -> None:
             f"{name} once running (after its first batch): {max(rates):.3f} files/s at best, "
             f"{max(rates) / plain_rate:.2f} x the plain loop's best"
         )
+    plain_file_s = base_min / len(paths)  # one file's work in the plain loop (its best round)
     for name, values in startups.items():
         if values:
-            print(f"{name} start-up (to the first finished batch): min {min(values):.1f} s, max {max(values):.1f} s")
+            # the engine's own start-up: the time to the first finished batch less that batch's work
+            # at the plain loop's per-file rate (what a plain loop would have spent on those files)
+            overheads = [v - n * plain_file_s for v, n in zip(values, first_files[name], strict=True)]
+            print(
+                f"{name} start-up: first finished batch after min {min(values):.1f} s, max {max(values):.1f} s; "
+                f"less that batch's work at the plain rate: min {min(overheads):.1f} s, max {max(overheads):.1f} s"
+            )
     if ray_init_s is not None:
         print(f"ray.init (local, {args.workers} CPUs): {ray_init_s:.1f} s, not included above")
     shutil.rmtree(work, ignore_errors=True)

@@ -23,9 +23,11 @@ import soundfile as sf
 from voicehub import AutoModel
 from voicehub.architectures.errors import NoSpeechFoundError
 from voicehub.batch import SUMMARY_FILE_NAME, Step, expand_inputs, map_corpus, read_output
+from voicehub.batch._local import forks_from_driver
+from voicehub.batch.corpus import plan_batches
 from voicehub.core.audio import load_audio
 from voicehub.core.errors import OutputPathError
-from voicehub.errors import BatchInputError, BatchItemError
+from voicehub.errors import BatchInputError, BatchItemError, UnpicklableModelError
 
 ROOT = Path(__file__).resolve().parents[3]
 SOURCES = sorted((ROOT / "tests" / "data" / "librivox").glob("*.wav")) + sorted(
@@ -118,11 +120,23 @@ def test_local_engine_equals_the_plain_loop_on_200_real_clips(
     silent = sum(embedding is None for _, embedding in plain_loop.values())
     assert summary.files == summary.processed_files == NUM_CLIPS and summary.failures == silent
     assert summary.audio_hours == pytest.approx(hours) and summary.workers == 2
-    assert sum(seen) == NUM_CLIPS and len(seen) == 8  # one progress call per written part
+    parts = sorted((tmp_path / "out").glob("part-*.parquet"))
+    assert sum(seen) == NUM_CLIPS and len(seen) == len(parts) > 8  # one call per part; the last batches are smaller
     written = json.loads((tmp_path / "out" / SUMMARY_FILE_NAME).read_text())
     assert written["type"] == "batch_summary" and written["files"] == NUM_CLIPS and written["steps"] == ["vad", "embed"]
     again = map_corpus(corpus, _steps(), output=tmp_path / "out", engine="local", workers=2)  # resume: all done
     assert again.skipped_files == NUM_CLIPS and again.processed_files == 0 and again.files == NUM_CLIPS
+
+
+@pytest.mark.slow  # a forkserver imports torch once more: ~10 s on an idle machine, a minute under load
+def test_workers_with_two_threads_start_from_a_forkserver_and_equal_the_plain_loop(
+    corpus: list[str], plain_loop: Reference, tmp_path: Path
+) -> None:
+    assert forks_from_driver(1, _steps()) == sys.platform.startswith("linux") and not forks_from_driver(2, _steps())
+    some = corpus[:12]
+    summary = map_corpus(some, _steps(), output=tmp_path / "out", workers=1, cpus_per_worker=2, batch_size=4)
+    _check_equals_plain_loop(tmp_path / "out", {path: plain_loop[path] for path in some})
+    assert summary.files == len(some)
 
 
 @pytest.mark.slow
@@ -157,7 +171,8 @@ def test_missing_empty_and_corrupt_files_become_error_rows_and_the_job_finishes(
         assert rows[path]["error"] is None and rows[path]["embedding"] is not None
     for path in inputs[3:]:
         assert rows[path]["vad_segments"] is None and rows[path]["embedding"] is None
-    with pytest.raises(BatchItemError, match=r"empty\.wav: read: AudioDecodeError: .*file is empty"):
+    # files are dispatched longest first, so the 40-byte corrupt file is the first bad one to run
+    with pytest.raises(BatchItemError, match=r"corrupt\.flac: read: AudioDecodeError: .*cannot decode as audio"):
         map_corpus(inputs, _steps(), output=tmp_path / "raise", workers=1, on_error="raise")
 
 
@@ -194,11 +209,49 @@ def test_a_job_killed_midway_and_resumed_writes_each_input_exactly_once(tmp_path
     before = read_output(output).column("path").to_pylist()
     assert 6 <= len(before) < len(paths)
     time.sleep(0.1)
-    summary = map_corpus(paths, ["vad"], output=output, workers=1, batch_size=8)
+    started: list[tuple[int, int, float]] = []
+    summary = map_corpus(
+        paths, ["vad"], output=output, workers=1, batch_size=8, on_start=lambda *counts: started.append(counts)
+    )
     assert summary.skipped_files == len(before) and summary.processed_files == len(paths) - len(before)
+    # progress starts at the files the killed run wrote: the corpus stays the total, their hours count as done
+    ((total, done, done_s),) = started
+    assert (total, done) == (len(paths), len(before))
+    assert done_s == pytest.approx(sum(sf.info(path).duration for path in before), abs=1e-9)
     written = read_output(output).column("path").to_pylist()
     assert written == sorted(paths)  # every input exactly once
     assert not list(output.glob(".part-*"))
+
+
+_OPENMP_DRIVER = """
+import sys
+import torch
+from voicehub.batch import map_corpus, read_output
+from voicehub.batch._local import forks_from_driver
+if __name__ == "__main__":
+    torch.set_num_threads(2)
+    torch.randn(10**7).exp_()  # the driver's OpenMP pool now has threads a forked child must never wait on
+    summary = map_corpus(sys.argv[2:], ["vad"], output=sys.argv[1], workers=2, batch_size=16)
+    print(forks_from_driver(1, []), summary.workers, summary.files, summary.failures, read_output(sys.argv[1]).num_rows)
+"""
+
+
+def test_workers_forked_from_a_driver_that_used_openmp_threads_do_not_deadlock(tmp_path: Path) -> None:
+    paths = _cut_corpus(tmp_path / "clips", 4)
+    script = tmp_path / "job.py"
+    script.write_text(_OPENMP_DRIVER)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    # a forked worker that ran torch on two threads would wait forever on the driver's OpenMP threads
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "out"), *paths],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    )
+    # 4 files in batches of up to 16 still run on both workers: the batches shrink to spread them
+    assert done.stdout.split() == [str(sys.platform.startswith("linux")), "2", "4", "0", "4"]
 
 
 def test_inputs_from_a_directory_a_path_list_and_a_jsonl_manifest(tmp_path: Path) -> None:
@@ -228,6 +281,9 @@ def test_bad_settings_are_refused_before_anything_runs(tmp_path: Path) -> None:
         Step(name="vad", model=AutoModel.from_pretrained(model_type="sv_ge2e"))
     with pytest.raises(BatchInputError, match="only the 'ray' engine reserves GPUs"):
         map_corpus([clip], ["vad"], output=tmp_path / "a", gpus_per_worker=1)
+    training = AutoModel.from_pretrained(model_type="vad_silero", device="cpu").load_for_training()
+    with pytest.raises(UnpicklableModelError, match="loaded for training"):  # even though forked workers need no pickle
+        map_corpus([clip], [training], output=tmp_path / "a")
     assert not (tmp_path / "a").exists()
 
 
@@ -238,3 +294,21 @@ def test_an_output_with_parts_is_refused_without_resume_and_with_other_steps(tmp
         map_corpus([clip], ["vad"], output=tmp_path / "out", resume=False)
     with pytest.raises(OutputPathError, match=r"holds columns .* this job writes"):
         map_corpus([clip], ["embed"], output=tmp_path / "out")
+
+
+def test_batches_go_longest_first_and_shrink_so_the_workers_finish_together(tmp_path: Path) -> None:
+    sizes = [50, 400, 50, 50, 400, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50]  # bytes: the work scales with them
+    paths = []
+    for index, size in enumerate(sizes):
+        path = tmp_path / f"f{index:02d}.wav"
+        path.write_bytes(b"x" * size)
+        paths.append(str(path))
+    paths.append(str(tmp_path / "missing.wav"))  # no size: an error row, dispatched last
+    batches = plan_batches(paths, batch_size=3, workers=2)
+    flat = [path for batch in batches for path in batch]
+    assert flat == [paths[1], paths[4], *(p for p, size in zip(paths, sizes, strict=False) if size == 50), paths[-1]]
+    # at most 3 files and at most a quarter (2 workers x 2) of the bytes not yet cut: the big files
+    # alone, then 3 small ones (150 of 700), then ever smaller batches, so no worker idles on a tail
+    assert [len(batch) for batch in batches] == [1, 1, 3, 2, 2, *[1] * 8]
+    one_worker = plan_batches(paths[:5], batch_size=2, workers=1)  # nothing to balance: full batches
+    assert one_worker == [[paths[1], paths[4]], [paths[0], paths[2]], [paths[3]]]

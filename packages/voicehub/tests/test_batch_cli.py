@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import soundfile as sf
 from click.testing import CliRunner
 
 from voicehub.batch import read_output
@@ -26,8 +27,11 @@ def test_batch_vad_writes_parts_reports_failures_and_resumes(tmp_path: Path) -> 
     assert rows[str(tmp_path / "missing.wav")]["error"].startswith("read: AudioDecodeError")
     first = rows[str(CLIPS[1])]["vad_segments"][0]
     assert (first["start_s"], first["end_s"]) == (0.226, 2.878)  # the Silero segment of the 0880 clip
-    again = CliRunner().invoke(main, [*args, "--no-progress"])
+    again = CliRunner().invoke(main, [*args, "--progress"])
     assert "this run: 0 files (4 already done)" in again.stdout
+    hours = sum(sf.info(path).duration for path in CLIPS) / 3600
+    assert "4/4" in again.stderr and f"{hours:.3f} h audio" in again.stderr  # the resumed files count as done
+    assert "0/4" not in again.stderr
     refused = CliRunner().invoke(main, [*args, "--no-resume"])
     assert refused.exit_code == 1 and "pass resume=True" in refused.stderr
 

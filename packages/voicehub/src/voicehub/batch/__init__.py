@@ -12,7 +12,7 @@ from __future__ import annotations
 from voicehub.batch._inputs import expand_inputs
 from voicehub.batch._output import SUMMARY_FILE_NAME, BatchSummary, read_output
 from voicehub.batch._worker import STEP_TASKS, BatchWorker, OnError, Step, output_schema
-from voicehub.batch.corpus import Engine, ProgressCallback, StepLike, map_corpus
+from voicehub.batch.corpus import Engine, ProgressCallback, StartCallback, StepLike, map_corpus
 
 __all__ = [
     "STEP_TASKS",
@@ -22,6 +22,7 @@ __all__ = [
     "Engine",
     "OnError",
     "ProgressCallback",
+    "StartCallback",
     "Step",
     "StepLike",
     "expand_inputs",

@@ -115,6 +115,7 @@ class PartWriter:
                 path=self.output,
             )
         self.done: set[str] = set()
+        self._done_s: dict[str, float] = {}  # audio seconds of each path in the parts (0 when unreadable)
         for part in parts:
             found = pq.read_schema(part)
             if found.names != schema.names:
@@ -123,12 +124,18 @@ class PartWriter:
                     f"steps, or write into another directory",
                     path=part,
                 )
-            self.done.update(pq.read_table(part, columns=["path"]).column("path").to_pylist())
+            written = pq.read_table(part, columns=["path", "duration_s"]).to_pydict()
+            self._done_s.update(zip(written["path"], (d or 0.0 for d in written["duration_s"]), strict=True))
+        self.done.update(self._done_s)
         self._next = max((int(_PART.match(p.name).group(1)) for p in parts), default=-1) + 1  # type: ignore[union-attr]
 
     def parts(self) -> list[Path]:
         """The finished parts, in order."""
         return sorted(path for path in self.output.iterdir() if _PART.match(path.name))
+
+    def done_seconds(self, paths: Sequence[str]) -> float:
+        """Audio seconds of those of ``paths`` the parts already held when this writer opened them."""
+        return sum(self._done_s.get(path, 0.0) for path in paths)
 
     def write(self, table: pa.Table) -> Path:
         """Write ``table`` as the next part, atomically (temporary file, fsync, rename).

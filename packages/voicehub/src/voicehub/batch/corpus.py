@@ -1,15 +1,18 @@
 """:func:`map_corpus`: run task steps over a corpus of audio files, on this machine or on Ray.
 
 The driver (this function) expands the inputs, skips those an earlier run already wrote
-(``resume=True``), cuts the rest into batches of ``batch_size`` paths, hands them to an engine
-and writes each finished batch as one Parquet part (:mod:`voicehub.batch._output`). The
-engines only move batches: the work is the engine-neutral :class:`~voicehub.batch.BatchWorker`,
-so the local and the Ray engine give the same rows as a plain loop.
+(``resume=True``), orders the rest longest first and cuts it into batches of at most
+``batch_size`` paths that shrink toward the end (:func:`plan_batches`, so the workers finish
+together), hands them to an engine and writes each finished batch as one Parquet part
+(:mod:`voicehub.batch._output`). The engines only move batches: the work is the engine-neutral
+:class:`~voicehub.batch.BatchWorker`, so the local and the Ray engine give the same rows as a
+plain loop.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal, TypeAlias
@@ -33,6 +36,11 @@ StepLike: TypeAlias = "str | Step | AnySpeechModel"
 
 ProgressCallback = Callable[[int, float], None]
 """Called after each written part with the files and the audio seconds it held."""
+
+StartCallback = Callable[[int, int, float], None]
+"""Called once, before any batch runs, with the corpus's files, those of them an earlier run
+already wrote (skipped with ``resume=True``) and their audio seconds: a progress display starts
+at ``done / total`` instead of ``0 / total``."""
 
 
 def _step(item: StepLike, device: DeviceLike) -> Step:
@@ -68,9 +76,46 @@ def _positive(value: object, name: str, *, real: bool = False) -> None:
         )
 
 
-def _batches(paths: Sequence[str], batch_size: int) -> Iterator[Sequence[str]]:
-    for start in range(0, len(paths), batch_size):
-        yield paths[start : start + batch_size]
+def _file_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:  # missing or unreadable: an error row, done at once
+        return 0
+
+
+def longest_first(paths: Sequence[str]) -> list[str]:
+    """``paths`` by file size, largest first (ties in input order): long files are dispatched first.
+
+    The size stands in for the duration (exact within one format, close across formats); a
+    header read per file would cost the driver seconds before the first batch on a large corpus.
+    """
+    sizes = {path: _file_size(path) for path in paths}
+    return sorted(paths, key=lambda path: -sizes[path])
+
+
+def plan_batches(paths: Sequence[str], batch_size: int, workers: int) -> list[list[str]]:
+    """Cut ``paths`` into batches, longest files first, that let the workers finish together.
+
+    Each batch holds at most ``batch_size`` files and, with more than one worker and once it
+    holds one file, no more than a ``2 * workers``-th of the work (file bytes) not yet cut: the
+    batches shrink toward the end of the corpus, so no worker starts a long batch while the
+    others run out of work (the idle tail a fixed batch size leaves on one core).
+    """
+    sized = sorted(((_file_size(path), index, path) for index, path in enumerate(paths)), key=lambda t: (-t[0], t[1]))
+    remaining = sum(size for size, _, _ in sized)
+    batches: list[list[str]] = []
+    batch: list[str] = []
+    batch_bytes = 0
+    for size, _, path in sized:
+        if batch and (len(batch) >= batch_size or (workers > 1 and batch_bytes + size > remaining / (2 * workers))):
+            batches.append(batch)
+            remaining -= batch_bytes
+            batch, batch_bytes = [], 0
+        batch.append(path)
+        batch_bytes += size
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 def map_corpus(
@@ -88,6 +133,7 @@ def map_corpus(
     address: str | None = None,
     device: DeviceLike = "cpu",
     progress: ProgressCallback | None = None,
+    on_start: StartCallback | None = None,
 ) -> BatchSummary:
     """Run ``steps`` over every input file; write Parquet parts and ``summary.json`` into ``output``.
 
@@ -101,11 +147,13 @@ def map_corpus(
         output: the output directory (see :mod:`voicehub.batch._output` for its layout).
         engine: ``"local"`` (a process pool) or ``"ray"`` (Ray Data actors; ``voicehub[ray]``).
         workers: worker processes or actors; default: CPUs (``os.cpu_count()``) divided by
-            ``cpus_per_worker``, at least 1, at most one per batch.
+            ``cpus_per_worker``, at least 1, at most one per batch (the local engine's batches
+            shrink, so even a few files spread over the workers).
         cpus_per_worker: CPUs per worker; its torch threads are pinned to this many.
         gpus_per_worker: GPUs reserved per Ray actor (fractions share a GPU); ``ray`` only.
-        batch_size: paths per batch, which is also the unit of a written part (and of the work
-            lost when a job is killed).
+        batch_size: at most this many paths per batch, which is also the unit of a written part
+            (and of the work lost when a job is killed); the local engine's last batches are
+            smaller (:func:`plan_batches`).
         on_error: ``"record"``: a failing file (missing, empty, corrupt...) becomes a row with
             ``error`` set and the job goes on; ``"raise"``: the job stops with
             :class:`~voicehub.errors.BatchItemError` (parts already written stay, for ``resume``).
@@ -114,6 +162,8 @@ def map_corpus(
         address: the Ray cluster to join (``"auto"`` for ``ray start``'s); ``ray`` only.
         device: where the step-name steps' default models run.
         progress: called after each written part with its file count and audio seconds.
+        on_start: called once before any batch runs with the corpus's file count, the files
+            skipped because an earlier run wrote them, and their audio seconds.
 
     Returns:
         The summary, also written as ``output/summary.json``.
@@ -123,6 +173,8 @@ def map_corpus(
         OutputPathError: when ``output`` cannot be written, or holds parts and ``resume`` is false.
         BatchItemError: with ``on_error="raise"``, for the first failing file.
         OptionalDependencyError: for ``engine="ray"`` without Ray installed.
+        UnpicklableModelError: for a wrapper that cannot travel to a worker as a recipe (loaded
+            for training, a tainted plan; see :mod:`voicehub._recipe`), before anything runs.
     """
     started = time.perf_counter()
     if engine not in ("local", "ray"):
@@ -142,13 +194,22 @@ def map_corpus(
     names = [step.name for step in resolved]
     if len(set(names)) != len(names):
         raise BatchInputError(f"map_corpus steps: each step may appear once, got {names}")
+    for step in resolved:  # what a worker rebuilds it from: refused here, whichever way it reaches the workers
+        pickle.dumps(step.model)
     paths = expand_inputs(inputs)
     writer = PartWriter(output, output_schema(names), resume=resume)
     todo = [path for path in paths if path not in writer.done]
-    num_batches = -(-len(todo) // batch_size)
+    if on_start is not None:
+        skipped = [path for path in paths if path in writer.done]
+        on_start(len(paths), len(skipped), writer.done_seconds(skipped))
     if workers is None:
         workers = max(1, (os.cpu_count() or 1) // cpus_per_worker)
-    workers = max(1, min(workers, num_batches))
+    if engine == "local":  # the batches shrink toward the end: a few long files still spread over the workers
+        workers = max(1, min(workers, len(todo)))
+        batches = plan_batches(todo, batch_size, workers)
+        workers = max(1, min(workers, len(batches)))
+    else:  # Ray cuts blocks of batch_size
+        workers = max(1, min(workers, -(-len(todo) // batch_size)))
     processed_files = 0
     processed_s = 0.0
     startup_s: float | None = None
@@ -159,13 +220,17 @@ def map_corpus(
         from voicehub.batch._local import run_local
 
         tables = run_local(
-            _batches(todo, batch_size), resolved, workers=workers, cpus_per_worker=cpus_per_worker, on_error=on_error
+            batches,
+            resolved,
+            workers=workers,
+            cpus_per_worker=cpus_per_worker,
+            on_error=on_error,
         )
     else:
         from voicehub.batch._ray import run_ray
 
         tables = run_ray(
-            todo,
+            longest_first(todo),
             resolved,
             workers=workers,
             cpus_per_worker=cpus_per_worker,
@@ -205,4 +270,4 @@ def map_corpus(
     return summary
 
 
-__all__ = ["Engine", "ProgressCallback", "StepLike", "map_corpus"]
+__all__ = ["Engine", "ProgressCallback", "StartCallback", "StepLike", "longest_first", "map_corpus", "plan_batches"]

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from voicehub.cli._inputs import INPUTS_HELP, cli_model_type, default_model_help, expand_audio_inputs
 from voicehub.cli._options import CommonOptions, common_options
 from voicehub.core.errors import VoiceHubError
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 _LIST_HELP = (
     " A .txt/.lst/.list file is read as a list of paths (one a line) and a .jsonl file as a manifest "
@@ -39,21 +43,40 @@ def _inputs(arguments: tuple[str, ...]) -> list[str]:
 
 
 class _Progress:
-    """A tqdm bar over files, with the audio hours done as its postfix."""
+    """A tqdm bar over the corpus's files, with the audio hours done as its postfix.
 
-    def __init__(self, total: int, enabled: bool, desc: str) -> None:
-        from tqdm import tqdm
+    :meth:`start` (``map_corpus``'s ``on_start``) opens it at the files an earlier run already
+    wrote (``--resume``): the total stays the corpus, the bar and the hours start at what is done.
+    """
 
-        self._bar = tqdm(total=total, desc=desc, unit="file", disable=not enabled, file=sys.stderr)
+    def __init__(self, enabled: bool, desc: str) -> None:
+        self._enabled = enabled
+        self._desc = desc
+        self._bar: tqdm | None = None
         self._seconds = 0.0
 
+    def start(self, total: int, done: int, seconds: float) -> None:
+        from tqdm import tqdm
+
+        self._seconds = seconds
+        self._bar = tqdm(
+            total=total, initial=done, desc=self._desc, unit="file", disable=not self._enabled, file=sys.stderr
+        )
+        self._bar.set_postfix_str(self._hours())
+
     def __call__(self, files: int, seconds: float) -> None:
+        if self._bar is None:  # pragma: no cover - map_corpus calls on_start before any part
+            raise RuntimeError("batch progress bar updated before it was started")
         self._seconds += seconds
-        self._bar.set_postfix_str(f"{self._seconds / 3600:.3f} h audio", refresh=False)
+        self._bar.set_postfix_str(self._hours(), refresh=False)
         self._bar.update(files)
 
+    def _hours(self) -> str:
+        return f"{self._seconds / 3600:.3f} h audio"
+
     def close(self) -> None:
-        self._bar.close()
+        if self._bar is not None:
+            self._bar.close()
 
 
 def _make_command(step: str, task_help: str) -> click.Command:
@@ -113,7 +136,7 @@ def _make_command(step: str, task_help: str) -> click.Command:
 
                 kind = get_default_model_spec(task).model_type
             model = AutoModel.from_pretrained(source, model_type=kind, device=common.device)
-            bar = _Progress(len(paths), common.show_progress(), desc=f"batch {step}")
+            bar = _Progress(common.show_progress(), desc=f"batch {step}")
             try:
                 summary = map_corpus(
                     paths,
@@ -126,6 +149,7 @@ def _make_command(step: str, task_help: str) -> click.Command:
                     resume=resume,
                     address=address,
                     progress=bar,
+                    on_start=bar.start,
                 )
             finally:
                 bar.close()
