@@ -164,6 +164,9 @@ def pad_waveforms(waveforms: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.
 def collate_audio(records: Sequence[ManifestRecord], *, sample_rate: int) -> AudioBatch:
     """Load and pad the audio of ``records`` (each must be at ``sample_rate``; nothing is resampled).
 
+    A record with ``offset_s`` contributes ``[offset_s, offset_s + duration_s]`` of its file, one
+    without it the whole file.
+
     Raises:
         SampleRateError: for a file at another rate (the manifest check prevents it).
         AudioDecodeError: for an unreadable file.
@@ -178,7 +181,11 @@ def collate_audio(records: Sequence[ManifestRecord], *, sample_rate: int) -> Aud
                 actual=loaded.sample_rate,
                 source=str(record.audio_path),
             )
-        waveforms.append(loaded.samples)
+        samples = loaded.samples
+        if record.offset_s is not None:  # a part of a longer file (its bounds were checked with the manifest)
+            start = round(record.offset_s * sample_rate)
+            samples = samples[start : start + round(record.duration_s * sample_rate)]
+        waveforms.append(samples)
     waveform, lengths, mask = pad_waveforms(waveforms)
     return AudioBatch(waveform=waveform, lengths=lengths, mask=mask, sample_rate=sample_rate, records=tuple(records))
 
