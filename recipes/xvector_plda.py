@@ -1,4 +1,4 @@
-"""Recipe: train the x-vector (``sv_xvector``) from its initialisation, fit its PLDA back-end, report EER before and after.
+"""Recipe: train the x-vector (``sv_xvector``) from scratch, fit its PLDA back-end, report EER before and after.
 
 Speakers (15; files from tests/data, see its PROVENANCE.md):
 
@@ -121,9 +121,7 @@ def tts_utterances(count: int) -> list[Utterance]:
     return utterances
 
 
-def crop_records(
-    utterances: Sequence[Utterance], out: Path, *, crop_s: float, max_crops: int
-) -> list[ManifestRecord]:
+def crop_records(utterances: Sequence[Utterance], out: Path, *, crop_s: float, max_crops: int) -> list[ManifestRecord]:
     """Write ``crop_s`` crops (hop ``crop_s / 2``) of every utterance; at most ``max_crops`` per speaker.
 
     Each speaker's quota is shared evenly among its recordings, so that every recording contributes.

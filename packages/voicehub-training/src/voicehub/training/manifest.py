@@ -179,13 +179,13 @@ def _audio(
             )
         )
     if offset_s is not None:
-        if duration_s is not None and info.num_frames > 0 and offset_s + duration_s > info.duration_s + DURATION_TOLERANCE_S:
+        end_s = offset_s + duration_s if duration_s is not None else None
+        if end_s is not None and info.num_frames > 0 and end_s > info.duration_s + DURATION_TOLERANCE_S:
             problems.append(
                 ManifestProblem(
                     line=line,
                     field="duration_s",
-                    message=f"[{offset_s}, {offset_s + duration_s}] s reaches past the end of the file "
-                    f"({info.duration_s:.3f} s)",
+                    message=f"[{offset_s}, {end_s}] s reaches past the end of the file ({info.duration_s:.3f} s)",
                 )
             )
     elif duration_s is not None and info.num_frames > 0 and abs(info.duration_s - duration_s) > DURATION_TOLERANCE_S:
