@@ -119,3 +119,17 @@ def test_missing_lhotse_names_the_extra(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "lhotse.serialization", None)
     with pytest.raises(OptionalDependencyError, match=r"voicehub-training\[lhotse\]"):
         read_manifest(manifest, ASR)
+
+
+def test_a_cut_of_a_long_file_loads_exactly_its_part_across_decoding_blocks(tmp_path: Path) -> None:
+    long_file = LIBRIVOX_DIR.parent / "silero" / "test.wav"  # 60 s at 16 kHz
+    # 3.9 s + 2 s spans the first block boundary (65536 frames = 4.096 s); 55 s lies in a late block.
+    cuts = [lhotse.Recording.from_file(long_file).to_cut().truncate(offset=o, duration=2.0) for o in (3.9, 55.0)]
+    manifest = tmp_path / "cuts.jsonl.gz"
+    lhotse.CutSet.from_cuts(cuts).to_file(manifest)
+    records = read_manifest(manifest, DataContract(required_fields=(), sample_rate=16000))
+    batch = collate_audio(records, sample_rate=16000)
+    samples, _ = soundfile.read(long_file, dtype="float32")
+    assert batch.lengths.tolist() == [32000, 32000]
+    np.testing.assert_array_equal(batch.waveform[0].numpy(), samples[62400:94400])
+    np.testing.assert_array_equal(batch.waveform[1].numpy(), samples[880000:912000])
