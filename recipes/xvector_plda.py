@@ -19,7 +19,7 @@ back-end (``voicehub.plda_backend.PLDABackend``: centring + length normalisation
 held-out calibration) is fitted on the training speakers' embeddings. The trials are every pair
 of held-out crops from different recordings (target: same speaker); EER and minDCF
 (P_target = ``MIN_DCF_PRIOR``) are printed for cosine and PLDA scoring, with the initial weights
-and after training.
+and after training, over all held-out trials and over those with the real held-out reader on a side.
 
 Usage: ``HF_HUB_OFFLINE=1 uv run python recipes/xvector_plda.py [--steps 60] [--out runs/xvector_plda]``
 """
@@ -183,13 +183,18 @@ def embed(adapter: SpeakerClassificationAdapter, records: Sequence[ManifestRecor
 
 
 def trial_scores(
-    scores: np.ndarray, records: Sequence[ManifestRecord]
+    scores: np.ndarray, records: Sequence[ManifestRecord], *, involving: str | None = None
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """Target and non-target scores of every pair i < j of ``records`` from different recordings."""
+    """Target and non-target scores of every pair i < j of ``records`` from different recordings.
+
+    ``involving``: only the pairs with that speaker on at least one side.
+    """
     speakers = np.asarray([r.speaker for r in records])
     recordings = np.asarray([r.recording for r in records])
     upper = np.triu_indices(len(records), 1)
     keep = (recordings[:, None] != recordings[None, :])[upper]
+    if involving is not None:
+        keep &= ((speakers[:, None] == involving) | (speakers[None, :] == involving))[upper]
     same = (speakers[:, None] == speakers[None, :])[upper][keep]
     values = scores[upper][keep]
     return values[same], values[~same]
@@ -200,8 +205,14 @@ def evaluate(
     train_records: Sequence[ManifestRecord],
     test_embeddings: np.ndarray,
     test_records: Sequence[ManifestRecord],
+    *,
+    involving: str | None = None,
 ) -> tuple[dict[str, dict[str, float]], PLDABackend]:
-    """EER and minDCF of cosine and PLDA scoring on the held-out trials; the PLDA fitted on the training speakers."""
+    """EER and minDCF of cosine and PLDA scoring on the held-out trials; the PLDA fitted on the training speakers.
+
+    ``involving``: also score the trials with that speaker on a side, under the keys ``cosine:<speaker>``
+    and ``plda:<speaker>``.
+    """
     unit = test_embeddings / np.linalg.norm(test_embeddings, axis=1, keepdims=True)
     backend = PLDABackend.fit(
         train_embeddings,
@@ -210,13 +221,14 @@ def evaluate(
     )
     results = {}
     for name, scores in (("cosine", unit @ unit.T), ("plda", backend.score(test_embeddings, test_embeddings))):
-        target, nontarget = trial_scores(scores, test_records)
-        results[name] = {
-            "eer": compute_eer(target, nontarget),
-            "min_dcf": compute_min_dcf(target, nontarget, MIN_DCF_PRIOR),
-            "targets": float(len(target)),
-            "nontargets": float(len(nontarget)),
-        }
+        for speaker in (None, involving) if involving is not None else (None,):
+            target, nontarget = trial_scores(scores, test_records, involving=speaker)
+            results[name if speaker is None else f"{name}:{speaker}"] = {
+                "eer": compute_eer(target, nontarget),
+                "min_dcf": compute_min_dcf(target, nontarget, MIN_DCF_PRIOR),
+                "targets": float(len(target)),
+                "nontargets": float(len(nontarget)),
+            }
     return results, backend
 
 
@@ -249,12 +261,19 @@ def build_adapter(records: Sequence[ManifestRecord]) -> SpeakerClassificationAda
 
 
 def print_table(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]) -> None:
-    """The before/after table (EER and minDCF in percent / as a cost)."""
-    print(f"{'scoring':<26} {'EER %':>7} {'minDCF':>7}")
-    for label, results in (("initial weights", before), ("trained", after)):
-        for scoring in ("cosine", "plda"):
-            row = results[scoring]
-            print(f"{label + ', ' + scoring:<26} {100 * row['eer']:7.2f} {row['min_dcf']:7.3f}")
+    """The before/after table (EER in percent, minDCF as a cost), all trials, then any per-speaker subset."""
+    subsets = sorted({key.split(":", 1)[1] for key in before if ":" in key})
+    for subset in [None, *subsets]:
+        rows = [("cosine", "plda")] if subset is None else [(f"cosine:{subset}", f"plda:{subset}")]
+        first = before[rows[0][0]]
+        title = "all held-out trials" if subset is None else f"trials with {subset} on a side"
+        print(f"{title}: {first['targets']:.0f} target, {first['nontargets']:.0f} non-target")
+        print(f"  {'scoring':<26} {'EER %':>7} {'minDCF':>7}")
+        for label, results in (("initial weights", before), ("trained", after)):
+            for key in rows[0]:
+                row = results[key]
+                name = f"{label}, {key.split(':')[0]}"
+                print(f"  {name:<26} {100 * row['eer']:7.2f} {row['min_dcf']:7.3f}")
 
 
 def main() -> None:
@@ -276,7 +295,10 @@ def main() -> None:
     write_manifest(train_records, args.out / "train.jsonl")
     write_manifest(test_records, args.out / "test.jsonl")
     adapter = build_adapter(train_records)
-    before, _ = evaluate(embed(adapter, train_records), train_records, embed(adapter, test_records), test_records)
+    involving = HELD_OUT_REAL
+    before, _ = evaluate(
+        embed(adapter, train_records), train_records, embed(adapter, test_records), test_records, involving=involving
+    )
     config = TrainerConfig(
         max_steps=args.steps,
         batch_size=args.batch_size,
@@ -286,15 +308,16 @@ def main() -> None:
         checkpoint_at_end=False,
     )
     losses = train(adapter, train_records, config, args.out)
-    after, backend = evaluate(embed(adapter, train_records), train_records, embed(adapter, test_records), test_records)
+    after, backend = evaluate(
+        embed(adapter, train_records), train_records, embed(adapter, test_records), test_records, involving=involving
+    )
     backend.save(args.out / "backend")
 
     held_out = sorted({str(r.speaker) for r in test_records})
     trained_on = sorted({str(r.speaker) for r in train_records})
     print(f"training speakers ({len(trained_on)}, {len(train_records)} crops): {trained_on}")
     print(f"held-out speakers ({len(held_out)}, {len(test_records)} crops): {held_out}")
-    cosine = before["cosine"]
-    print(f"trials: {cosine['targets']:.0f} target, {cosine['nontargets']:.0f} non-target (different recordings)")
+    print("trials: every pair of held-out crops from different recordings")
     first, last = np.mean(losses[: max(1, len(losses) // 10)]), np.mean(losses[-max(1, len(losses) // 10) :])
     print(f"training loss: {first:.3f} (first steps) -> {last:.3f} (last steps), {len(losses)} steps")
     if not all(math.isfinite(loss) for loss in losses):
