@@ -13,7 +13,7 @@ Every utterance is cut into ``--crop-s`` crops (hop half a crop, at most ``--max
 speaker, in equal shares of the speaker's recordings); a crop keeps its utterance as ``recording``.
 The reader of the Silero file is held out (the one real speaker among the test speakers);
 ``split_records`` splits the other speakers' crops by speaker (no speaker in both parts, fixed
-seed; by duration share it would always keep the two long real readers for training). The x-vector
+seed; left to the duration shares alone, the default crop counts put both real readers in training). The x-vector
 is trained with the Trainer (additive-margin softmax over the training speakers), and the PLDA
 back-end (``voicehub.plda_backend.PLDABackend``: centring + length normalisation, SPLDA,
 held-out calibration) is fitted on the training speakers' embeddings. The trials are every pair
