@@ -111,3 +111,19 @@ def test_record_to_dict_round_trips_through_a_manifest(tmp_path: Path) -> None:
     written = write_manifest([record], tmp_path / "m.jsonl")
     assert read_manifest(written, CONTRACT)[0].recording == "chapter1"
     assert np.isclose(read_manifest(written, CONTRACT)[0].duration_s, 2.99)
+
+
+def test_offset_rows_are_parts_of_their_file_and_checked_against_its_end(tmp_path: Path) -> None:
+    (tmp_path / "clip.wav").symlink_to(CLIP)
+    good = {"audio_path": "clip.wav", "offset_s": 1.0, "duration_s": 1.5, "text": "an ill disposed"}
+    lines = [
+        json.dumps(good),  # 1: [1.0, 2.5] s of 2.99 s
+        json.dumps({**good, "offset_s": -0.5}),  # 2: negative offset
+        json.dumps({**good, "offset_s": 2.0}),  # 3: [2.0, 3.5] s runs past the end
+    ]
+    with pytest.raises(ManifestError) as caught:
+        read_manifest(_write(tmp_path / "train.jsonl", lines), CONTRACT)
+    assert [(p.line, p.field) for p in caught.value.problems] == [(2, "offset_s"), (3, "duration_s")]
+    (record,) = read_manifest(_write(tmp_path / "ok.jsonl", lines[:1]), CONTRACT)
+    assert (record.offset_s, record.duration_s) == (1.0, 1.5)
+    assert record.to_dict(relative_to=tmp_path)["offset_s"] == 1.0

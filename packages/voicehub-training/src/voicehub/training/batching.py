@@ -15,9 +15,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from voicehub.core.audio import load_audio
+from voicehub.core.audio_stream import audio_file_info, iter_audio_blocks
 from voicehub.core.errors import SampleRateError
 from voicehub.training.errors import TrainingError
 from voicehub.training.manifest import ManifestRecord
@@ -161,24 +163,56 @@ def pad_waveforms(waveforms: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.
     return batch, lengths, mask
 
 
+PART_BLOCK_SAMPLES = 1 << 16
+"""Frames decoded at once when a record is a part of a longer file."""
+
+
+def _file_part(record: ManifestRecord, offset_s: float, sample_rate: int) -> npt.NDArray[np.float32]:
+    """Samples ``[offset_s, offset_s + duration_s]`` of the record's file, decoding no further than their end.
+
+    Memory is bounded by the part and one block, not by the file (a lhotse cut of a long recording).
+    """
+    start = round(offset_s * sample_rate)
+    stop = start + round(record.duration_s * sample_rate)
+    parts, decoded = [], 0
+    for block in iter_audio_blocks(record.audio_path, block_samples=PART_BLOCK_SAMPLES):
+        first, end = decoded, decoded + len(block)
+        decoded = end
+        if end > start:
+            parts.append(block[max(start - first, 0) : stop - first])
+        if end >= stop:
+            break
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)
+
+
 def collate_audio(records: Sequence[ManifestRecord], *, sample_rate: int) -> AudioBatch:
     """Load and pad the audio of ``records`` (each must be at ``sample_rate``; nothing is resampled).
+
+    A record with ``offset_s`` contributes ``[offset_s, offset_s + duration_s]`` of its file
+    (decoded block by block up to the part's end), one without it the whole file.
 
     Raises:
         SampleRateError: for a file at another rate (the manifest check prevents it).
         AudioDecodeError: for an unreadable file.
     """
-    waveforms = []
+    waveforms: list[npt.NDArray[np.float32]] = []
     for record in records:
-        loaded = load_audio(record.audio_path)
-        if loaded.sample_rate != sample_rate:
+        samples: npt.NDArray[np.float32] | None = None
+        if record.offset_s is None:
+            loaded = load_audio(record.audio_path)
+            rate, samples = loaded.sample_rate, loaded.samples
+        else:  # a part of a longer file (its bounds were checked with the manifest)
+            rate = audio_file_info(record.audio_path).sample_rate
+        if rate != sample_rate:
             raise SampleRateError(
-                f"{record.audio_path}: {loaded.sample_rate} Hz, the model trains at {sample_rate} Hz",
+                f"{record.audio_path}: {rate} Hz, the model trains at {sample_rate} Hz",
                 expected=(sample_rate,),
-                actual=loaded.sample_rate,
+                actual=rate,
                 source=str(record.audio_path),
             )
-        waveforms.append(loaded.samples)
+        if samples is None:
+            samples = _file_part(record, float(record.offset_s or 0.0), sample_rate)
+        waveforms.append(samples)
     waveform, lengths, mask = pad_waveforms(waveforms)
     return AudioBatch(waveform=waveform, lengths=lengths, mask=mask, sample_rate=sample_rate, records=tuple(records))
 

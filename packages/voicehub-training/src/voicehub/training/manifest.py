@@ -7,6 +7,9 @@ A row is a JSON object::
 
 * ``audio_path``: the audio file, relative to the manifest's directory or absolute.
 * ``duration_s``: its duration in seconds (checked against the file header).
+* ``offset_s``: optional start of the utterance in the file, in seconds; with it the row is the
+  part ``[offset_s, offset_s + duration_s]`` of a longer file (lhotse cuts, :mod:`voicehub.training.lhotse_cuts`),
+  which must lie inside the file; without it the row is the whole file.
 * ``text``: the transcript (ASR); ``speaker``: the speaker label (speaker models, leakage-safe
   splits); ``recording``: the source recording (several clips cut from one file share it;
   defaults to the audio path); ``segments``: speech regions in seconds (VAD targets).
@@ -58,6 +61,7 @@ class ManifestRecord:
     Attributes:
         audio_path: the audio file (absolute).
         duration_s: its duration in seconds.
+        offset_s: start of the utterance in the file in seconds, or ``None``: the whole file.
         text: the transcript, if the row has one.
         speaker: the speaker label, if any.
         recording: the source recording (the audio path when the row names none).
@@ -67,6 +71,7 @@ class ManifestRecord:
 
     audio_path: Path
     duration_s: float
+    offset_s: float | None = None
     text: str | None = None
     speaker: str | None = None
     recording: str = ""
@@ -83,6 +88,8 @@ class ManifestRecord:
         if relative_to is not None:
             path = Path(os.path.relpath(path, relative_to))
         row: dict[str, Any] = {"audio_path": path.as_posix(), "duration_s": self.duration_s}
+        if self.offset_s is not None:
+            row["offset_s"] = self.offset_s
         if self.text is not None:
             row["text"] = self.text
         if self.speaker is not None:
@@ -149,7 +156,12 @@ def _segments(
 
 
 def _audio(
-    path: Path, duration_s: float | None, contract: DataContract, line: int, problems: list[ManifestProblem]
+    path: Path,
+    duration_s: float | None,
+    offset_s: float | None,
+    contract: DataContract,
+    line: int,
+    problems: list[ManifestProblem],
 ) -> None:
     try:
         info = audio_file_info(path)
@@ -166,7 +178,17 @@ def _audio(
                 f"{contract.sample_rate} Hz; resample the file (e.g. sox in.wav -r {contract.sample_rate} out.wav)",
             )
         )
-    if duration_s is not None and info.num_frames > 0 and abs(info.duration_s - duration_s) > DURATION_TOLERANCE_S:
+    if offset_s is not None:
+        end_s = offset_s + duration_s if duration_s is not None else None
+        if end_s is not None and info.num_frames > 0 and end_s > info.duration_s + DURATION_TOLERANCE_S:
+            problems.append(
+                ManifestProblem(
+                    line=line,
+                    field="duration_s",
+                    message=f"[{offset_s}, {end_s}] s reaches past the end of the file ({info.duration_s:.3f} s)",
+                )
+            )
+    elif duration_s is not None and info.num_frames > 0 and abs(info.duration_s - duration_s) > DURATION_TOLERANCE_S:
         problems.append(
             ManifestProblem(
                 line=line,
@@ -209,6 +231,14 @@ def parse_row(
                     message=f"{duration_s} s exceeds the model's {contract.max_duration_s} s; cut the clip",
                 )
             )
+    offset_s = None
+    if "offset_s" in row:
+        offset_s = _number(row["offset_s"])
+        if offset_s is None or offset_s < 0:
+            problems.append(
+                ManifestProblem(line=line, field="offset_s", message=f"expected seconds >= 0, got {row['offset_s']!r}")
+            )
+            offset_s = None
     path: Path | None = None
     raw_path = row.get("audio_path")
     if "audio_path" in row:
@@ -219,7 +249,9 @@ def parse_row(
         else:
             path = Path(raw_path) if Path(raw_path).is_absolute() else base / raw_path
             if check_audio:
-                _audio(path, duration_s, contract, line, problems)
+                # a bad offset is reported once: the part is then only checked to fit from the start
+                part_start = 0.0 if offset_s is None and "offset_s" in row else offset_s
+                _audio(path, duration_s, part_start, contract, line, problems)
     text = _label(row, "text", problems, line)
     speaker = _label(row, "speaker", problems, line)
     recording = _label(row, "recording", problems, line)
@@ -229,6 +261,7 @@ def parse_row(
     record = ManifestRecord(
         audio_path=path,
         duration_s=duration_s,
+        offset_s=offset_s,
         text=text,
         speaker=speaker,
         recording=recording or "",
@@ -241,7 +274,10 @@ def parse_row(
 def read_manifest(
     path: str | os.PathLike[str], contract: DataContract, *, check_audio: bool = True
 ) -> tuple[ManifestRecord, ...]:
-    """Read and validate a JSONL manifest; every bad row is reported at once.
+    """Read and validate a JSONL manifest, or a lhotse cut manifest; every bad row is reported at once.
+
+    A gzip-compressed file, or one whose first row is a lhotse cut, is read by
+    :func:`voicehub.training.lhotse_cuts.read_lhotse_cuts` (needs lhotse installed).
 
     Args:
         path: the ``.jsonl`` file (one JSON object per line; blank lines are skipped).
@@ -256,8 +292,13 @@ def read_manifest(
         ManifestError: listing every problem with its line number (bad JSON, unknown or missing
             fields, missing file, wrong sample rate, empty transcript, non-positive duration, bad
             segments), or an empty manifest.
+        OptionalDependencyError: for a lhotse manifest without lhotse installed.
     """
+    from voicehub.training.lhotse_cuts import is_lhotse_manifest, read_lhotse_cuts  # it builds on this module
+
     file = Path(path)
+    if is_lhotse_manifest(file):
+        return read_lhotse_cuts(file, contract, check_audio=check_audio)
     try:
         lines = file.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:

@@ -40,6 +40,7 @@ class ManifestField(enum.StrEnum):
     """The fields a JSONL training manifest row may carry (see :mod:`voicehub.training.manifest`)."""
 
     AUDIO_PATH = "audio_path"
+    OFFSET_S = "offset_s"
     DURATION_S = "duration_s"
     TEXT = "text"
     SPEAKER = "speaker"
