@@ -145,10 +145,10 @@ _MONTHS = {
 _MONTH = re.compile(r"\b(?P<month>" + "|".join(_MONTHS) + r")\.(?=\s+(?:\d|[a-z]))")
 _INITIALS = re.compile(r"(?<![\w.])(?P<initials>(?:[A-Z]\. )+)(?=[A-Z][a-z])")
 MAX_SENTENCE_PHONEMES = 400
-"""Most phonemes per graph sentence (ids: twice that plus 3; about 30 s of speech at the default
-pace). Natural sentences stay below it (the longest parity or benchmark sentence has 157), so
+"""Most phonemes per graph sentence (ids: twice that plus 3; about 18 s of speech at the default
+pace, measured). Natural sentences stay below it (the longest parity or benchmark sentence has 157), so
 they are not cut. Every stage of the graph is linear in the length except the text encoder's
-attention, quadratic in the ids (2 heads, 6 layers); the decoder's activations for 30 s of audio
+attention, quadratic in the ids (2 heads, 6 layers); the decoder's activations for 18 s of audio
 are the largest term, a few hundred MB (docs/tts.md gives the measured peak memory)."""
 
 _SPACES = re.compile(r"[^\S\n]+")
