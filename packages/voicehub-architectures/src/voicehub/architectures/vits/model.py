@@ -157,7 +157,8 @@ class Encoder(nn.Module):
     def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:
         # What depends on the length and the padding only is built once per call, not per layer.
         key_padding = (x_mask.unsqueeze(2) * x_mask.unsqueeze(-1)) == 0  # (batch, 1, T_x, T_x)
-        relative = self.attn_layers[0].relative_positions(x.shape[2], x.device)
+        first = cast(RelativeSelfAttention, self.attn_layers[0])  # every layer has the config's window
+        relative = first.relative_positions(x.shape[2], x.device)
         x = x * x_mask
         for attn, norm_1, ffn, norm_2 in zip(
             self.attn_layers, self.norm_layers_1, self.ffn_layers, self.norm_layers_2, strict=True
