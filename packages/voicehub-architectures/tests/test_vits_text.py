@@ -43,6 +43,7 @@ SENTENCES = [
     "She was the 3rd, he was 22nd and I was 101st.",
     "Be happy, always.\n\nNew paragraph here.",
     "It costs 50% more than £5 - or so they say.",
+    "It took approx. 5 min. on Jan. 5, said J. R. R. Tolkien.",
 ]
 
 KNOWN_DICTIONARY_DIFFERENCE = "The argument has been converted."
@@ -121,6 +122,16 @@ def test_glide_clauses_and_terminators(voice: PiperVoiceConfig) -> None:
         ),
         ("No. 5 vs. No. 6 etc. and more", "number 5 versus number 6 etcetera and more"),
         ("A  spaced\t line\n\n  Next", "A spaced line\n\nNext"),
+        (
+            "It costs approx. 5 dollars. On Jan. 5 we met J. R. R. Tolkien.",
+            "It costs approximately 5 dollars. On January 5 we met J R R Tolkien.",
+        ),
+        ("Approx. 5 min. later, see fig. 3 and pp. 4-5.", "Approximately 5 minutes later, see figure 3 and pages 4-5."),
+        (
+            "It took 5 min. Then Sept. 1 came, in Dec. as well",
+            "It took 5 minutes. Then September 1 came, in December as well",
+        ),
+        ("I met Jan. CA. is a state. George W. Bush spoke.", "I met Jan. CA. is a state. George W Bush spoke."),
     ],
 )
 def test_english_normalisation_rules(text: str, expected: str) -> None:
@@ -133,14 +144,70 @@ def test_dr_stays_in_its_sentence_after_normalisation(voice: PiperVoiceConfig) -
     assert len(PiperTextFrontEnd(voice, normalize=None)("The amiable Dr. Smith paid $3.50.")) == 2  # as piper
 
 
+def test_abbreviations_months_and_initials_do_not_end_the_sentence(voice: PiperVoiceConfig) -> None:
+    text = "It costs approx. 5 dollars on Jan. 5 says J. R. R. Tolkien. Then he left, approx. at noon."
+    sentences = PiperTextFrontEnd(voice)(text)
+    assert [s.text for s in sentences] == [
+        "It costs approximately 5 dollars on January 5 says J R R Tolkien.",
+        "Then he left, approximately at noon.",
+    ]
+    assert len(PiperTextFrontEnd(voice, normalize=None)(text)) == 7  # piper cuts after every period
+
+
 def test_empty_and_unpronounceable_text_raise(voice: PiperVoiceConfig) -> None:
     front_end = PiperTextFrontEnd(voice)
     for text in ("", "   \n\t"):
         with pytest.raises(EmptyTextError):
             front_end(text)
-    for text in ("...", "— ...", '"?!"'):
+    # espeak-ng reads "!!!" as "exclamation", "#" as "hash" and emoji by name: the text decides, not its phonemes
+    for text in ("...", "— ...", '"?!"', "... !!! ??", "🙂🙂", "#$%&*", "♥ ★ → ©", "!!! 🙂, ..."):
         with pytest.raises(NothingToPronounceError, match="nothing to pronounce"):
             front_end(text)
+    for normalize in ("auto", None):
+        sentences = PiperTextFrontEnd(voice, normalize=normalize)("Hello, 🙂🙂!\n\n#!! It is 5% off.")  # type: ignore[arg-type]
+        assert [s.text for s in sentences] == ["Hello,", "#!! It is 5% off."]  # a symbol-only clause is left out
+        assert "".join(sentences[0].phonemes) == "həlˈoʊ, "
+        assert "pɚsˈɛnt" in "".join(sentences[1].phonemes)  # a symbol in a clause with words is read (as espeak-ng)
+
+
+def test_pronounceable_phonemes_are_vowels_and_consonants_not_marks() -> None:
+    from voicehub.architectures.vits.text import is_pronounceable
+
+    assert is_pronounceable(["ˈ", "a"]) and is_pronounceable(["ʃ"]) and is_pronounceable(["aɪ"])
+    assert not is_pronounceable(["ˈ", "ː", "ʲ", " ", ".", ",", "?"])
+
+
+def test_split_points_cut_at_clauses_then_words_then_anywhere() -> None:
+    from voicehub.architectures.vits.text import split_points
+
+    assert split_points(list("ab cd, ef gh. ij"), 16) == [(0, 16)]
+    assert split_points(list("ab cd, ef gh. ij"), 8) == [(0, 7), (7, 14), (14, 16)]  # after ", " and ". "
+    assert split_points(list("ab cd, ef gh. ij"), 5) == [(0, 3), (3, 7), (7, 10), (10, 14), (14, 16)]
+    assert split_points(list("abcdefghijkl mn"), 5) == [(0, 5), (5, 10), (10, 13), (13, 15)]
+
+
+@pytest.mark.parametrize("punctuated", [False, True])
+def test_a_long_text_is_cut_into_work_units_of_at_most_max_phonemes(voice: PiperVoiceConfig, punctuated: bool) -> None:
+    from voicehub.architectures.vits.text import MAX_SENTENCE_PHONEMES
+
+    words = ("the quick brown fox jumps over the lazy dog near the river bank " * 400).split()  # 5200 words
+    text = " ".join(words) if not punctuated else ", ".join(" ".join(words[i : i + 13]) for i in range(0, 5200, 13))
+    sentences = PiperTextFrontEnd(voice)(text)
+    lengths = [len(s.phonemes) for s in sentences]
+    assert max(lengths) <= MAX_SENTENCE_PHONEMES and sum(lengths) > 30 * MAX_SENTENCE_PHONEMES
+    whole = [
+        p for s in EspeakPhonemizer("en-us").sentences(text, vowel_clusters=voice.vowel_clusters) for p in s.phonemes
+    ]
+    assert [p for s in sentences for p in s.phonemes] == whole  # nothing lost, nothing added, same order
+    cut_after = {s.phonemes[-2:] for s in sentences[:-1]}
+    if punctuated:
+        assert cut_after == {(",", " ")}  # every piece ends at a clause
+    else:
+        assert all(pair[-1] == " " for pair in cut_after)  # at a word boundary
+    for sentence in sentences:
+        assert len(sentence.ids) == 2 * len(sentence.phonemes) + 3  # ^ _ (phoneme _)* $
+    with pytest.raises(ValueError, match="max_phonemes"):
+        PiperTextFrontEnd(voice, max_phonemes=0)
 
 
 def test_unknown_symbol_raises_or_is_skipped_as_piper_does(voice: PiperVoiceConfig) -> None:

@@ -4,6 +4,7 @@ install message when the tts extra is missing."""
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import threading
@@ -52,8 +53,10 @@ def test_text_argument_to_a_wav_file_equals_the_api(tts: VITSTTSModel, tmp_path:
     assert code == 0, err
     data, rate = soundfile.read(tmp_path / "sub" / "hello.wav", dtype="float32")
     expected = tts.generate(TEXT, seed=1)
-    assert rate == 22050 and data.shape == expected.audio.shape
-    assert float(np.abs(data - expected.audio).max()) < 2.0 / 32768  # 16-bit PCM
+    streamed = np.concatenate([chunk.audio for chunk in tts.stream(TEXT, seed=1)])  # how -o writes it
+    assert rate == 22050 and data.shape == expected.audio.shape == streamed.shape
+    assert float(np.abs(data - streamed).max()) < 2.0 / 32768  # 16-bit PCM
+    assert float(np.abs(data - expected.audio).max()) < 1e-4 + 2.0 / 32768  # stream against one batch, 16-bit
     assert out.decode().strip() == f"{tmp_path / 'sub' / 'hello.wav'}: {expected.duration_s:.2f} s at 22050 Hz"
 
 
@@ -99,6 +102,64 @@ def test_output_dir_reports_a_bad_line_and_writes_the_others(tmp_path: Path) -> 
     assert len(out.decode().splitlines()) == 2
 
 
+def test_output_dir_errors_give_the_line_number_in_the_input_counting_blank_lines(tmp_path: Path) -> None:
+    lines = "Good line.\n\n\n🙂🙂\nAnother one.\n\n... !!! ??\nLast.\n"
+    code, out, err = _run("--output-dir", str(tmp_path / "d"), "--seed", "4", stdin=lines)
+    assert code == 1
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["0001.wav", "0003.wav", "0005.wav"]
+    assert "line 4 (0002.wav not written): nothing to pronounce" in err  # the editor's line 4, not the 2nd text line
+    assert "line 7 (0004.wav not written): nothing to pronounce" in err
+    assert len(out.decode().splitlines()) == 3
+
+
+def test_dev_null_is_accepted_and_written_into(tmp_path: Path) -> None:
+    code, out, err = _run("Short.", "-o", "/dev/null", "--seed", "5")
+    assert code == 0, err
+    assert out.decode().startswith("/dev/null: ") and out.decode().strip().endswith("s at 22050 Hz")
+    assert Path("/dev/null").is_char_device()  # still the device
+
+
+def test_dev_stdout_gets_a_wav_file_equal_to_the_api(tts: VITSTTSModel) -> None:
+    import subprocess
+
+    executable = Path(sys.executable).with_name("voicehub")
+    env = os.environ | {"HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [str(executable), "synthesize", TEXT, "-o", "/dev/stdout", "--seed", "6", "--threads", "2"],
+        capture_output=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout[:4] == b"RIFF" and result.stdout[8:12] == b"WAVE"  # nothing but the WAV on stdout
+    data, rate = soundfile.read(io.BytesIO(result.stdout), dtype="float32")
+    expected = tts.generate(TEXT, seed=6).audio
+    assert rate == 22050 and data.shape == expected.shape
+    assert float(np.abs(data - expected).max()) < 2e-4  # sentence by sentence against one batch, 16-bit
+
+
+def test_a_failure_while_writing_leaves_the_old_file_and_no_partial_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from voicehub.core.errors import VoiceHubError
+
+    target = tmp_path / "keep.wav"
+    target.write_bytes(b"old content")
+    original = VITSTTSModel._generate_piece
+
+    def fail_on_the_second_sentence(self: VITSTTSModel, runtime: object, piece: object, index: int, options: object):  # type: ignore[no-untyped-def]
+        if index == 1:
+            raise VoiceHubError("injected failure on the second sentence")
+        return original(self, runtime, piece, index, options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(VITSTTSModel, "_generate_piece", fail_on_the_second_sentence)
+    code, _, err = _run(TEXT, "-o", str(target), "--seed", "1")
+    assert code == 1 and "injected failure" in err
+    assert target.read_bytes() == b"old content"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.wav"]
+
+
 def test_a_fifo_output_is_written_into_not_replaced(tmp_path: Path) -> None:
     fifo = tmp_path / "player.wav"
     os.mkfifo(fifo)
@@ -122,6 +183,7 @@ def test_a_fifo_output_is_written_into_not_replaced(tmp_path: Path) -> None:
         ((TEXT, "-o", "a.wav", "--length-scale", "0"), None, "--length-scale 0.0"),
         ((TEXT, "-o", "a.wav", "--seed", "-1"), None, "--seed -1"),
         ((TEXT, "-o", "a.wav", "--model", "asr_whisper"), None, "voicehub transcribe --model asr_whisper"),
+        ((TEXT, "-o", "a.mp9"), None, "unknown audio file suffix '.mp9'"),
     ],
 )
 def test_usage_errors_name_the_flag_and_write_nothing(

@@ -12,8 +12,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,21 +43,45 @@ def check_destination(target: str | os.PathLike[str] | None, *, what: str) -> No
         check_output_file(target, what=what)
 
 
-def write_destination(target: str | os.PathLike[str], data: bytes | str, *, what: str) -> None:
+def write_destination(
+    target: str | os.PathLike[str], data: bytes | str | Callable[[Path], object], *, what: str
+) -> Path | None:
     """Write ``data`` to ``target``: standard output for ``-``, else atomically to the file.
 
-    ``str`` data is written as UTF-8.
+    ``str`` data is written as UTF-8. A callable is a writer for content too large to hold in
+    memory: it is called with a temporary path and writes the complete content there, piece by
+    piece (for a file: the temporary file beside it, renamed over it at the end; for ``-`` or a
+    special file such as ``/dev/stdout``, a FIFO or ``/dev/null``: a file in a private temporary
+    directory, then copied into it, which stays what it was).
+
+    Returns:
+        The file written (symbolic links resolved, a special file as given), or ``None`` for ``-``.
 
     Raises:
         OutputPathError: when the file cannot be written.
+        Errors raised by a writer propagate, after the temporary file is removed.
     """
-    payload = data.encode("utf-8") if isinstance(data, str) else data
+    if callable(data):
+        write = data
+    else:
+        payload = data.encode("utf-8") if isinstance(data, str) else data
+
+        def write(temporary: Path) -> None:
+            temporary.write_bytes(payload)
+
     if is_stdout(target):
         sys.stdout.flush()  # text already echoed comes first
-        sys.stdout.buffer.write(payload)
+        if callable(data):
+            with tempfile.TemporaryDirectory(prefix="voicehub-stdout-") as scratch:
+                temporary = Path(scratch) / "output"
+                data(temporary)
+                with temporary.open("rb") as source:
+                    shutil.copyfileobj(source, sys.stdout.buffer)
+        else:
+            sys.stdout.buffer.write(payload)
         sys.stdout.buffer.flush()
-        return
-    atomic_write(Path(target), lambda temporary: temporary.write_bytes(payload), what=what)
+        return None
+    return atomic_write(Path(target), write, what=what)
 
 
 def input_ids(files: Sequence[Path]) -> list[str]:

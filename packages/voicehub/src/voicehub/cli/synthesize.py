@@ -3,10 +3,14 @@
 Text comes from the TEXT argument, ``--text-file FILE`` (``-`` for standard input), or standard
 input when neither is given. Where the audio goes:
 
-* ``-o out.wav`` (``.wav``, ``.flac``, ``.ogg``): the whole text in one file, written atomically; a
-  special file (``/dev/stdout``, a FIFO) is written into, never replaced;
+* ``-o out.wav`` (``.wav``, ``.flac``, ``.ogg``): the whole text in one file, written sentence by
+  sentence into a temporary file beside it that is renamed over it at the end (so memory does
+  not grow with the text, and the destination never holds half a file); a special file
+  (``/dev/stdout``, ``/dev/null``, a FIFO) is written into, never replaced, as WAV unless its name
+  has another audio suffix (:func:`voicehub.cli._outputs.write_destination`);
 * ``--output-dir DIR``: one file per non-empty input line, numbered ``0001.wav``, ``0002.wav``...
-  in line order; the lines are synthesized in batches;
+  in order; the lines are synthesized in batches; a failed line is reported with its line number
+  in the input (1-based, blank lines counted, as an editor shows it);
 * ``--output-raw`` (or ``-o -``): headerless 16-bit little-endian mono PCM at the voice's rate on
   standard output, sentence by sentence as each is ready, for a player (as ``piper --output-raw``):
   ``voicehub synthesize "Hello." --output-raw | aplay -r 22050 -f S16_LE -t raw -``.
@@ -14,7 +18,9 @@ input when neither is given. Where the audio goes:
 
 from __future__ import annotations
 
+import io
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,9 +30,9 @@ import numpy as np
 
 from voicehub.cli._inputs import cli_model_type, default_model_help, resolve_cli_options
 from voicehub.cli._options import CommonOptions, common_options, progress
-from voicehub.cli._outputs import STDOUT, check_destination, is_stdout
+from voicehub.cli._outputs import STDOUT, check_destination, is_stdout, write_destination
 from voicehub.core.errors import VoiceHubError
-from voicehub.core.files import check_output_directory
+from voicehub.core.files import check_output_directory, is_special_file
 from voicehub.core.tasks import SpeechTask
 
 _LOG = logging.getLogger(__name__)
@@ -163,6 +169,7 @@ def synthesize_command(
         )
         if value is not None
     }
+    audio_format = _audio_format(output) if output is not None and not raw else "WAV"
     try:
         if output is not None and not raw:
             check_destination(output, what="-o/--output")
@@ -177,8 +184,7 @@ def synthesize_command(
         elif output_dir is not None:
             _write_lines(model, body, options, output_dir, common)
         elif output is not None:
-            out = model.generate(body, output_path=output, options=options)
-            click.echo(f"{out.path}: {out.duration_s:.2f} s at {out.sample_rate} Hz")
+            _write_file(model, body, options, output, audio_format)
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
 
@@ -197,13 +203,81 @@ def _stream_raw(model: Any, text: str, options: Any) -> None:
         sink.flush()
 
 
+def _audio_format(output: str) -> str:
+    """The libsndfile format for ``-o``: from the suffix; WAV for a special file without an audio suffix.
+
+    Raises:
+        click.BadParameter: for a regular file whose suffix is no audio format libsndfile writes.
+    """
+    import soundfile
+
+    formats = soundfile.available_formats()
+    suffix = Path(output).suffix.lstrip(".").upper()
+    if suffix in formats:
+        return suffix
+    if is_special_file(output):
+        return "WAV"
+    raise click.BadParameter(
+        f"{output}: unknown audio file suffix {Path(output).suffix!r}; use .wav, .flac or .ogg "
+        "(or -o - / --output-raw for raw PCM on standard output)",
+        param_hint="-o/--output",
+    )
+
+
+def _is_standard_output(path: str) -> bool:
+    """Whether ``path`` is this process's standard output (``/dev/stdout``, ``/proc/self/fd/1``...)."""
+    try:
+        target, ours = os.stat(path), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
+    return (target.st_dev, target.st_ino) == (ours.st_dev, ours.st_ino)
+
+
+def _write_file(model: Any, text: str, options: Any, output: str, audio_format: str) -> None:
+    """The whole text into one audio file, sentence by sentence as :meth:`stream` yields them.
+
+    Only one sentence's audio is in memory at a time; the file is staged and renamed (or, for a
+    special file, copied into it) by :func:`~voicehub.cli._outputs.write_destination`.
+    """
+    import soundfile
+
+    written = {"num_samples": 0, "sample_rate": 0}
+
+    def write(temporary: Path) -> None:
+        sink: soundfile.SoundFile | None = None
+        try:
+            for chunk in model.stream(text, options=options):
+                if sink is None:
+                    sink = soundfile.SoundFile(
+                        str(temporary), "w", samplerate=chunk.sample_rate, channels=1, format=audio_format
+                    )
+                    written["sample_rate"] = chunk.sample_rate
+                sink.write(chunk.audio)
+                written["num_samples"] += len(chunk.audio)
+        finally:
+            if sink is not None:
+                sink.close()
+
+    path = write_destination(output, write, what="-o/--output")
+    summary = f"{path}: {written['num_samples'] / written['sample_rate']:.2f} s at {written['sample_rate']} Hz"
+    if _is_standard_output(output):
+        _LOG.info("%s", summary)  # the audio went to standard output: keep the summary off it
+    else:
+        click.echo(summary)
+
+
 def _write_lines(model: Any, text: str, options: Any, directory: Path, common: CommonOptions) -> None:
     """One numbered file per non-empty line, ``LINES_PER_BATCH`` lines per ``generate`` call.
+
+    Files are numbered by non-empty line (``0001.wav`` is the first line with text); a failure is
+    reported with the line's number in the input, blank lines counted.
 
     A batch that fails is retried line by line, so one bad line (nothing to pronounce) costs only
     its own file: it is reported on stderr and the command exits with status 1 at the end.
     """
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    numbered = [(number, line.strip()) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    line_numbers = [number for number, _ in numbered]
+    lines = [line for _, line in numbered]
     width = max(4, len(str(len(lines))))
     paths = [directory / f"{number:0{width}d}.wav" for number in range(1, len(lines) + 1)]
     batches = [
@@ -219,7 +293,7 @@ def _write_lines(model: Any, text: str, options: Any, directory: Path, common: C
                 try:
                     outputs.append(model.generate(lines[i], output_path=paths[i], options=options))
                 except VoiceHubError as err:
-                    failures.append(f"line {i + 1} ({paths[i].name} not written): {err}")
+                    failures.append(f"line {line_numbers[i]} ({paths[i].name} not written): {err}")
         for out in outputs:
             click.echo(f"{out.path}: {out.duration_s:.2f} s")
     if failures:

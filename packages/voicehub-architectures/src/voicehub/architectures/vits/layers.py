@@ -37,7 +37,7 @@ class PointwiseConv1d(nn.Conv1d):
 
     def forward(self, x: Tensor) -> Tensor:
         out = torch.matmul(self.weight[:, :, 0], x)
-        return out if self.bias is None else out + self.bias[:, None]
+        return out if self.bias is None else out.add_(self.bias[:, None])  # a fresh product: add in place
 
 
 __all__ = ["LayerNorm", "PointwiseConv1d", "sequence_mask"]

@@ -85,30 +85,41 @@ class RelativeSelfAttention(nn.Module):
         self.emb_rel_k = nn.Parameter(torch.zeros(1, 2 * window_size + 1, self.head_channels))
         self.emb_rel_v = nn.Parameter(torch.zeros(1, 2 * window_size + 1, self.head_channels))
 
-    def forward(self, x: Tensor, attn_mask: Tensor) -> Tensor:
+    def relative_positions(self, length: int, device: torch.device) -> tuple[Tensor, Tensor]:
+        """Embedding index and window mask of each (query, key) pair, for :meth:`forward`.
+
+        Returns:
+            ``index`` int64 (length, length): ``j - i`` shifted into 0..2w (clamped outside the
+            window), and ``in_window`` float32 (length, length): 1 where ``|j - i| <= w``. They
+            depend on the length only, so the encoder builds them once per call for all its layers.
+        """
+        positions = torch.arange(length, device=device)
+        offset = positions[None, :] - positions[:, None]
+        in_window = (offset.abs() <= self.window_size).float()
+        return (offset + self.window_size).clamp(0, 2 * self.window_size), in_window
+
+    def forward(self, x: Tensor, key_padding: Tensor, relative: tuple[Tensor, Tensor] | None = None) -> Tensor:
+        """Attend over (batch, channels, length); ``key_padding`` bool (batch, 1, length, length) is true where masked.
+
+        ``relative`` is :meth:`relative_positions` for this length (computed here when ``None``).
+        """
         batch, channels, length = x.shape
+        index, in_window = relative if relative is not None else self.relative_positions(length, x.device)
         shape = (batch, self.num_heads, self.head_channels, length)
-        query = self.conv_q(x).view(shape).transpose(2, 3) / math.sqrt(self.head_channels)
+        query = self.conv_q(x).view(shape).transpose(2, 3).mul_(1.0 / math.sqrt(self.head_channels))
         key = self.conv_k(x).view(shape).transpose(2, 3)
         value = self.conv_v(x).view(shape).transpose(2, 3)  # (batch, heads, length, head_channels)
 
-        # offset[i, j] = j - i, shifted into 0..2w for indexing the embeddings; outside the window -> masked.
-        positions = torch.arange(length, device=x.device)
-        offset = positions[None, :] - positions[:, None]
-        in_window = offset.abs() <= self.window_size
-        index = (offset + self.window_size).clamp(0, 2 * self.window_size)
-
         scores = query @ key.transpose(-2, -1)
-        relative = query @ self.emb_rel_k[0].transpose(0, 1)  # (batch, heads, length, 2w + 1)
-        scores = scores + torch.gather(relative, 3, index.expand(batch, self.num_heads, length, length)) * in_window
-        scores = scores.masked_fill(attn_mask == 0, MASK_VALUE)
-        weights = F.softmax(scores, dim=-1)
+        by_offset = query @ self.emb_rel_k[0].transpose(0, 1)  # (batch, heads, length, 2w + 1)
+        scores.add_(torch.gather(by_offset, 3, index.expand(batch, self.num_heads, length, length)).mul_(in_window))
+        weights = F.softmax(scores.masked_fill_(key_padding, MASK_VALUE), dim=-1)
 
         out = weights @ value
         # Weight of each relative offset: scatter the in-window attention weights into 2w + 1 bins.
         binned = torch.zeros(batch, self.num_heads, length, 2 * self.window_size + 1, dtype=x.dtype, device=x.device)
-        binned.scatter_add_(3, index.expand_as(weights), weights * in_window)
-        out = out + binned @ self.emb_rel_v[0]
+        binned.scatter_add_(3, index.expand_as(weights), weights * in_window)  # softmax backward needs weights
+        out.add_(binned @ self.emb_rel_v[0])
         result: Tensor = self.conv_o(out.transpose(2, 3).reshape(batch, channels, length))
         return result
 
@@ -144,12 +155,15 @@ class Encoder(nn.Module):
         self.norm_layers_2 = nn.ModuleList(LayerNorm(hidden) for _ in range(config.num_layers))
 
     def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:
-        attn_mask = x_mask.unsqueeze(2) * x_mask.unsqueeze(-1)  # (batch, 1, T_x, T_x)
+        # What depends on the length and the padding only is built once per call, not per layer.
+        key_padding = (x_mask.unsqueeze(2) * x_mask.unsqueeze(-1)) == 0  # (batch, 1, T_x, T_x)
+        first = cast(RelativeSelfAttention, self.attn_layers[0])  # every layer has the config's window
+        relative = first.relative_positions(x.shape[2], x.device)
         x = x * x_mask
         for attn, norm_1, ffn, norm_2 in zip(
             self.attn_layers, self.norm_layers_1, self.ffn_layers, self.norm_layers_2, strict=True
         ):
-            x = norm_1(x + attn(x, attn_mask))
+            x = norm_1(x + attn(x, key_padding, relative))
             x = norm_2(x + ffn(x, x_mask))
         return x * x_mask
 

@@ -34,7 +34,7 @@ import os
 import re
 import threading
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -240,19 +240,32 @@ class EspeakPhonemizer:
                 clauses.append(Clause(phonemes=phonemes, terminator=terminator, end_of_sentence=end, text=span))
         return clauses
 
-    def sentences(self, text: str, *, vowel_clusters: Sequence[Sequence[str]] = ()) -> list[PhonemizedSentence]:
+    def sentences(
+        self,
+        text: str,
+        *,
+        vowel_clusters: Sequence[Sequence[str]] = (),
+        keep: Callable[[Clause], bool] | None = None,
+    ) -> list[PhonemizedSentence]:
         """Piper's sentence grouping of the clauses (``piper/phonemize_espeak.py``).
 
         Each sentence's phonemes are its clauses' phonemes, each followed by its terminator (and a
         space after ``, : ;``), decomposed into code points (NFD); empty sentences are dropped.
+
+        Args:
+            text: the text to read.
+            vowel_clusters: the voice's vowel clusters, merged into one phoneme each.
+            keep: when given, a clause for which it returns false contributes neither phonemes
+                nor text (it still ends its sentence when it would); piper keeps every clause.
         """
         sentences: list[PhonemizedSentence] = []
         phonemes: list[str] = []
         texts: list[str] = []
         for clause in self.clauses(text):
-            chunk = clause.phonemes + clause.terminator + (" " if clause.terminator in (",", ":", ";") else "")
-            phonemes.extend(unicodedata.normalize("NFD", chunk))
-            texts.append(clause.text)
+            if keep is None or keep(clause):
+                chunk = clause.phonemes + clause.terminator + (" " if clause.terminator in (",", ":", ";") else "")
+                phonemes.extend(unicodedata.normalize("NFD", chunk))
+                texts.append(clause.text)
             if clause.end_of_sentence:
                 sentences.append(PhonemizedSentence(phonemes=tuple(merge_clusters(phonemes, vowel_clusters)),
                                                     text="".join(texts).strip()))  # fmt: skip
