@@ -181,7 +181,12 @@ def test_vad_batched_segment_times_without_words_are_the_word_spans(
 def test_stream_yields_the_segments_of_transcribe_in_the_vad_batched_mode(
     tiny: WhisperASRModel, vad_words: ASROutput
 ) -> None:
-    _same_segments(list(tiny.transcribe_stream(str(LONG_FILE), word_timestamps=True)), vad_words)
+    stream = tiny.transcribe_stream(str(LONG_FILE), word_timestamps=True)
+    _same_segments(list(stream), vad_words)
+    whole = stream.output
+    assert (whole.text, whole.duration_s, whole.language, whole.metadata) == (
+        vad_words.text, vad_words.duration_s, vad_words.language, vad_words.metadata
+    )  # fmt: skip
 
 
 @pytest.mark.slow
@@ -192,6 +197,7 @@ def test_stream_yields_the_segments_of_transcribe_in_the_sequential_mode(
     first = next(stream)
     assert first.text == "and says, how do I get to Dublin?" and first.start_s == 0.0
     _same_segments([first, *stream], sequential_words)
+    assert stream.output.metadata == sequential_words.metadata
 
 
 def test_stream_checks_its_input_and_options_when_called(tiny: WhisperASRModel) -> None:

@@ -39,6 +39,7 @@ gives the same segments (it decodes the chunks in full batches).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -246,6 +247,48 @@ def join_segments(segments: Sequence[ASRSegment]) -> str:
     return " ".join(text for segment in segments if (text := segment.text.strip()))
 
 
+_Piece = tuple[ASROutput, tuple[ASRSegment, ...]]
+"""One decoded window: the model's output for it and its segments on the input's time line."""
+
+
+class TranscriptionStream(Iterator[ASRSegment]):
+    """The segments of one input as they are decoded (what :meth:`PreTrainedASRModel.transcribe_stream` returns).
+
+    Iterate it for :class:`~voicehub.core.ASRSegment` records in time order; :attr:`output` is the whole
+    :class:`~voicehub.core.ASROutput` (reading it decodes whatever is left).
+    """
+
+    def __init__(self, pieces: Iterator[_Piece], assemble: Callable[[Sequence[_Piece]], ASROutput]) -> None:
+        self._pieces = pieces
+        self._assemble = assemble
+        self._decoded: list[_Piece] = []
+        self._pending: collections.deque[ASRSegment] = collections.deque()
+        self._output: ASROutput | None = None
+
+    def __iter__(self) -> TranscriptionStream:
+        return self
+
+    def __next__(self) -> ASRSegment:
+        while not self._pending:
+            if self._output is not None:
+                raise StopIteration
+            piece = next(self._pieces, None)
+            if piece is None:
+                self._output = self._assemble(self._decoded)
+                raise StopIteration
+            self._decoded.append(piece)
+            self._pending.extend(piece[1])
+        return self._pending.popleft()
+
+    @property
+    def output(self) -> ASROutput:
+        """The whole transcript (equal to ``transcribe``'s), once every window is decoded."""
+        while self._output is None:
+            for _ in self:
+                pass
+        return self._output
+
+
 class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
     """Base of speech-recognition wrappers; implement ``_transcribe_windows`` (see the module docstring).
 
@@ -380,11 +423,9 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
 
     def _windows(self, waveform: Waveform, owner: int, options: OptionsT) -> list[_Window] | None:
         """The windows of one input (``None``: the model's own long-form algorithm takes it)."""
-        vad = getattr(options, "vad", None)
-        is_long = waveform.duration_s > self.max_window_s
-        if vad is False and is_long:
+        if self._windows_are_long_form(waveform, options):
             return None
-        if not (vad is True or is_long):
+        if not (getattr(options, "vad", None) is True or waveform.duration_s > self.max_window_s):
             return [_Window(owner=owner, audio=waveform, start_s=0.0, end_s=waveform.duration_s, is_chunk=False)]
         windows = []
         for chunk in self.speech_chunks(waveform, chunk_length_s=getattr(options, "chunk_length_s", None)):
@@ -426,6 +467,22 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
         """
         yield self._transcribe_long(runtime, waveform, options)
 
+    def _assemble(
+        self, waveform: Waveform, decoded: Sequence[tuple[ASROutput, tuple[ASRSegment, ...]]], options: OptionsT
+    ) -> ASROutput:
+        """One input's output from its decoded windows (each: the model's output and its segments)."""
+        segments = tuple(s for _, window_segments in decoded for s in window_segments)
+        languages = [result.language for result, _ in decoded if result.language]
+        language = max(set(languages), key=languages.count) if languages else getattr(options, "language", None)
+        return ASROutput(
+            text=join_segments(segments),
+            segments=segments,
+            language=language,
+            duration_s=waveform.duration_s,
+            source=waveform.source,
+            metadata=self._output_metadata(options, vad_chunks=len(decoded)),
+        )
+
     def _long_output(self, waveform: Waveform, pieces: Sequence[ASROutput], options: OptionsT) -> ASROutput:
         """One input's output from the pieces :meth:`_stream_long` yielded."""
         segments = tuple(s for piece in pieces for s in piece.segments)
@@ -457,32 +514,14 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
         decoded: list[tuple[ASROutput, tuple[ASRSegment, ...]]] = []
         for batch in _batches(windows, batch_size):
             decoded.extend(self._decode(runtime, batch, options))
-        outputs: list[ASROutput] = []
-        for index, waveform in enumerate(waveforms):
-            if index in long_outputs:
-                outputs.append(dataclasses.replace(long_outputs[index], source=waveform.source))
-                continue
-            segments: list[ASRSegment] = []
-            languages: list[str] = []
-            count = 0
-            for window, (result, window_segments) in zip(windows, decoded, strict=True):
-                if window.owner == index:
-                    count += 1
-                    segments.extend(window_segments)
-                    if result.language:
-                        languages.append(result.language)
-            language = max(set(languages), key=languages.count) if languages else getattr(options, "language", None)
-            outputs.append(
-                ASROutput(
-                    text=join_segments(segments),
-                    segments=tuple(segments),
-                    language=language,
-                    duration_s=waveform.duration_s,
-                    source=waveform.source,
-                    metadata=self._output_metadata(options, vad_chunks=count),
-                )
+        return [
+            long_outputs[index]
+            if index in long_outputs
+            else self._assemble(
+                waveform, [d for w, d in zip(windows, decoded, strict=True) if w.owner == index], options
             )
-        return outputs
+            for index, waveform in enumerate(waveforms)
+        ]
 
     # ------------------------------------------------------------------ streaming
     def transcribe_stream(
@@ -492,16 +531,15 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
         sample_rate: int | None = None,
         options: OptionsT | None = None,
         **overrides: object,
-    ) -> Iterator[ASRSegment]:
+    ) -> TranscriptionStream:
         """Transcribe one input, yielding its segments in time order as each window is decoded.
 
         The chunks of a long input (or of any input with ``vad=True``) are decoded in batches of
         ``batch_size``, the first one of :data:`STREAM_FIRST_BATCH` chunk(s); ``vad=False`` yields
         the model's own long-form algorithm window by window where the model supports it (Whisper's
-        30 s seek does). ``list(model.transcribe_stream(x))`` equals ``model.transcribe(x).segments``.
-        The options and the audio are checked when this is called; the model loads and decodes
-        as the iterator is consumed (one window batch per step, each step a task call of its own,
-        so an optimization plan or ``unload()`` between steps waits for none and is seen by the next).
+        30 s seek does). The options and the audio are checked when this is called; the model
+        loads and decodes as the stream is consumed, one window batch per step, each step a task
+        call of its own (an optimization plan or ``unload()`` between steps waits for no stream).
 
         Args:
             audio: one input (a path, an array with ``sample_rate``, a waveform), not a list.
@@ -510,7 +548,9 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
             **overrides: individual options, as for :meth:`transcribe`.
 
         Returns:
-            An iterator of :class:`~voicehub.core.ASRSegment`, times in seconds from the start of the input.
+            A :class:`TranscriptionStream`: iterate it for :class:`~voicehub.core.ASRSegment` records (times
+            in seconds from the start of the input); its ``output`` is then what :meth:`transcribe`
+            returns (the same segments and text; confidences equal to float rounding).
 
         Raises:
             InferenceOptionError: for a list of inputs, or invalid options.
@@ -523,13 +563,25 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
                 f"{type(self).__name__}.transcribe_stream() takes one input, got a list of {len(audio)}; "
                 "stream them one by one, or call transcribe() with the list"
             )
-        waveforms, _ = self.prepare_audio(audio, sample_rate=sample_rate)
-        waveform = waveforms[0]
-        return self._steps(lambda runtime: self._stream_pieces(runtime, waveform, resolved))
+        waveform = self.prepare_audio(audio, sample_rate=sample_rate)[0][0]
+        is_long = self._windows_are_long_form(waveform, resolved)
 
-    def _steps(self, start: Callable[[RuntimeT], Iterator[tuple[ASRSegment, ...]]]) -> Iterator[ASRSegment]:
-        """Run a stream of window pieces one step per task call (no call or inference mode held across ``yield``)."""
-        pieces: Iterator[tuple[ASRSegment, ...]] | None = None
+        def assemble(decoded: Sequence[tuple[ASROutput, tuple[ASRSegment, ...]]]) -> ASROutput:
+            if is_long:
+                return self._long_output(waveform, [result for result, _ in decoded], resolved)
+            return self._assemble(waveform, decoded, resolved)
+
+        return TranscriptionStream(
+            self._steps(lambda runtime: self._stream_pieces(runtime, waveform, resolved)), assemble
+        )
+
+    def _windows_are_long_form(self, waveform: Waveform, options: OptionsT) -> bool:
+        """Whether the model's own long-form algorithm takes this input (``vad=False`` and over one window)."""
+        return getattr(options, "vad", None) is False and waveform.duration_s > self.max_window_s
+
+    def _steps(self, start: Callable[[RuntimeT], Iterator[_Piece]]) -> Iterator[_Piece]:
+        """Run a stream of decoded windows one step per task call (no call or inference mode held across ``yield``)."""
+        pieces: Iterator[_Piece] | None = None
         while True:
             with self._calls.call():
                 runtime = self._inference_runtime()
@@ -539,20 +591,17 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
                     piece = next(pieces, None)
             if piece is None:
                 return
-            yield from piece
+            yield piece
 
-    def _stream_pieces(
-        self, runtime: RuntimeT, waveform: Waveform, options: OptionsT
-    ) -> Iterator[tuple[ASRSegment, ...]]:
-        """The segments of one input, one tuple per decoded window."""
+    def _stream_pieces(self, runtime: RuntimeT, waveform: Waveform, options: OptionsT) -> Iterator[_Piece]:
+        """The decoded windows of one input in order: each one's output and its segments."""
         windows = self._windows(waveform, 0, options)
         if windows is None:
             for piece in self._stream_long(runtime, waveform, options):
-                yield piece.segments
+                yield piece, piece.segments
             return
         for batch in _batches(windows, int(getattr(options, "batch_size", 1)), first=STREAM_FIRST_BATCH):
-            for _, segments in self._decode(runtime, batch, options):
-                yield segments
+            yield from self._decode(runtime, batch, options)
 
     def _output_metadata(self, options: OptionsT, *, vad_chunks: int) -> dict[str, Any]:
         """Strict-JSON details recorded in every output."""
@@ -571,6 +620,7 @@ __all__ = [
     "PreTrainedASRModel",
     "SpeechChunk",
     "SpeechDetector",
+    "TranscriptionStream",
     "clip_to_chunk",
     "join_segments",
     "merge_speech_segments",
