@@ -17,7 +17,9 @@ Cases, all English, temperature 0 only (no fallback) on both sides, no word time
   most 20 s, decoded as one batch) against faster-whisper's sequential 30 s long-form (its default,
   no VAD, previous text as prompt); native's own sequential mode (``vad=False``) as an extra row.
   Time to first segment: faster-whisper yields segments as it goes (measured at the first one);
-  the native wrapper returns all segments at once, so its time to first segment is its total time.
+  ``transcribe`` returns all segments at once (its time to first segment is its total time), and
+  the extra "stream" rows time ``transcribe_stream`` (measured at its first yielded segment; its
+  total includes decoding the first chunk alone).
 * **Moonshine**: ``asr_moonshine`` (base-en, greedy) on the same clips (one per call) and file, next to
   native Whisper tiny.en greedy float32 from the same rounds.
 * **WER**: jiwer's corpus WER after openai-whisper's English normaliser, on the clips' reference
@@ -237,6 +239,16 @@ def build_cases(args: argparse.Namespace) -> tuple[list[tuple[Case, Case | None]
     def native_long(model: Any, options: Any) -> Callable[[], tuple[list[str], None]]:
         return lambda: ([model.transcribe(long, options=options).text], None)
 
+    def native_stream(model: Any, options: Any) -> Callable[[], tuple[list[str], float]]:
+        def run() -> tuple[list[str], float]:
+            start = time.perf_counter()
+            stream = model.transcribe_stream(long, options=options)
+            next(stream)
+            first_s = time.perf_counter() - start
+            return [stream.output.text], first_s
+
+        return run
+
     def upstream_long(model: Any, beam: int) -> Callable[[], tuple[list[str], float]]:
         def run() -> tuple[list[str], float]:
             start = time.perf_counter()
@@ -269,6 +281,9 @@ def build_cases(args: argparse.Namespace) -> tuple[list[tuple[Case, Case | None]
             pairs.append(
                 (Case(f"60 s {tag} native sequential", native_long(native[compute], sequential), long.duration_s), None)
             )
+            for mode, mode_options in (("VAD-batched", options), ("native sequential", sequential)):
+                case = Case(f"60 s {tag} {mode} stream", native_stream(native[compute], mode_options), long.duration_s)
+                pairs.append((case, None))
     greedy = moonshine.resolve_options()
     pairs.append((Case("moonshine clips greedy float32", native_clips(moonshine, greedy), clips_s), None))
     pairs.append((Case("moonshine clips one call", native_clips(moonshine, greedy, True), clips_s), None))

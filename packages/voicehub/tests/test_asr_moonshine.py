@@ -12,6 +12,7 @@ import importlib.metadata
 import importlib.util
 import itertools
 import json
+import logging
 import re
 import shutil
 import tomllib
@@ -144,13 +145,29 @@ def test_goforward_raw_and_resampled(moonshine: MoonshineASRModel) -> None:
     assert [o.text for o in outputs] == ["Go forward ten metres."] * 2
 
 
-def test_silence_noise_and_a_clip_shorter_than_the_stem_give_empty_text(moonshine: MoonshineASRModel) -> None:
+def test_silence_noise_and_a_clip_shorter_than_the_stem_give_empty_text(
+    moonshine: MoonshineASRModel, caplog: pytest.LogCaptureFixture
+) -> None:
     silence = np.zeros(5 * 16000, dtype=np.float32)
     noise = np.random.default_rng(0).normal(0.0, 0.1, 5 * 16000).astype(np.float32)
-    tiny = noise[:500]  # 31 ms: below the stem's 895 samples, zero-padded to them
-    outputs = moonshine.transcribe([Waveform(samples=a, sample_rate=16000) for a in (silence, noise, tiny)])
+    tiny = noise[:500]  # 31 ms: below the stem's 895 samples
+    with caplog.at_level(logging.WARNING, logger="voicehub.models.asr_moonshine.wrapper"):
+        outputs = moonshine.transcribe([Waveform(samples=a, sample_rate=16000) for a in (silence, noise, tiny)])
     assert [o.text for o in outputs] == ["", "", ""]
     assert [o.segments for o in outputs] == [(), (), ()]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "500 samples" in warnings[0] and "895 samples" in warnings[0], warnings
+
+
+def test_a_clip_shorter_than_the_stem_among_speech_is_warned_about_and_the_speech_still_decoded(
+    moonshine: MoonshineASRModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    speech = load_raw_pcm(DATA / "goforward.raw", sample_rate=16000)
+    short = Waveform(samples=speech.samples[8000:8894].copy(), sample_rate=16000)  # one sample short of 895
+    with caplog.at_level(logging.WARNING, logger="voicehub.models.asr_moonshine.wrapper"):
+        outputs = moonshine.transcribe([short, speech])
+    assert [o.text for o in outputs] == ["", "Go forward ten metres."]
+    assert any("894 samples" in r.getMessage() for r in caplog.records)
 
 
 @pytest.mark.slow

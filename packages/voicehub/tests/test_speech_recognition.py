@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from itertools import pairwise
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from whisper.normalizers import EnglishTextNormalizer
 
 from voicehub.auto import AutoModelForSpeechRecognition
-from voicehub.core import ASROutput, SpeechSegment, VADOutput, load_audio
+from voicehub.core import ASROutput, ASRSegment, SpeechSegment, VADOutput, load_audio
 from voicehub.core.errors import InferenceOptionError
 from voicehub.models.asr_whisper.wrapper import WhisperASRModel
 from voicehub.speech_recognition import SpeechChunk, merge_speech_segments, words_of
@@ -84,8 +85,46 @@ def _alignment(output: ASROutput) -> jiwer.WordOutput:
     return jiwer.process_words(NORMALISE(REFERENCE), NORMALISE(_word_text(output)))
 
 
-def test_long_form_vad_batched_mode(tiny: WhisperASRModel) -> None:
-    output = tiny.transcribe(str(LONG_FILE), word_timestamps=True)  # vad=None: cut, batched, offset back
+@pytest.fixture(scope="module")
+def vad_words(tiny: WhisperASRModel) -> ASROutput:
+    """The 60 s file in the VAD-batched mode (vad=None: cut, batched, offset back), with words."""
+    return tiny.transcribe(str(LONG_FILE), word_timestamps=True)
+
+
+@pytest.fixture(scope="module")
+def sequential_words(tiny: WhisperASRModel) -> ASROutput:
+    """The 60 s file in Whisper's sequential mode, with words."""
+    return tiny.transcribe(str(LONG_FILE), vad=False, word_timestamps=True)
+
+
+def _bare(word: str) -> str:
+    return re.sub(r"[^a-z0-9%]", "", word.lower())
+
+
+def _start_shifts(output: ASROutput, reference: ASROutput) -> list[float]:
+    """Start-time differences of the words two transcripts share, matched in order (difflib blocks)."""
+    mine, theirs = words_of(output), words_of(reference)
+    matcher = difflib.SequenceMatcher(
+        a=[_bare(w.text) for w in mine], b=[_bare(w.text) for w in theirs], autojunk=False
+    )
+    return [
+        abs(mine[block.a + k].start_s - theirs[block.b + k].start_s)
+        for block in matcher.get_matching_blocks()
+        for k in range(block.size)
+    ]
+
+
+def _same_segments(stream: list[ASRSegment], output: ASROutput) -> None:
+    """Streamed segments equal the output's: text, times and words exactly, confidence to float noise."""
+    assert [(s.text, s.start_s, s.end_s, s.words) for s in stream] == [
+        (s.text, s.start_s, s.end_s, s.words) for s in output.segments
+    ]
+    assert [s.confidence for s in stream] == pytest.approx([s.confidence for s in output.segments], abs=1e-5)
+    assert " ".join(s.text for s in stream) == output.text
+
+
+def test_long_form_vad_batched_mode(vad_words: ASROutput, sequential_words: ASROutput) -> None:
+    output = vad_words
     assert output.metadata["windows"] >= 3
     _check_timeline(output)
     alignment = _alignment(output)
@@ -94,14 +133,78 @@ def test_long_form_vad_batched_mode(tiny: WhisperASRModel) -> None:
     assert alignment.wer <= 0.05, alignment.wer
     assert alignment.insertions <= 1  # nothing doubled at the chunk borders
     assert output.text.startswith("and says, how do I get to Dublin?")
+    # A chunk's segments span their words: its timestamp tokens fall on whole seconds after the
+    # chunk's start (6.00, 9.00, 15.00 s into the second chunk) and must not show through.
+    for segment in output.segments:
+        assert (segment.start_s, segment.end_s) == (segment.words[0].start_s, segment.words[-1].end_s), segment
+    # The words shared with the sequential transcript start where it says: 113 of 115 within 0.5 s
+    # measured (the two others next to "when", which the last chunk lost), median 0.01 s.
+    shifts = sorted(_start_shifts(output, sequential_words))
+    assert len(shifts) >= 100 and sum(s <= 0.5 for s in shifts) >= 0.95 * len(shifts), shifts
+    assert shifts[len(shifts) // 2] <= 0.05, shifts
 
 
-def test_long_form_sequential_mode_equals_the_reference(tiny: WhisperASRModel) -> None:
-    output = tiny.transcribe(str(LONG_FILE), vad=False, word_timestamps=True)
+def test_long_form_sequential_mode_equals_the_reference(sequential_words: ASROutput) -> None:
+    output = sequential_words
     assert output.metadata["long_form"] == "sequential"
     _check_timeline(output)
     assert NORMALISE(_word_text(output)) == NORMALISE(REFERENCE)
     assert NORMALISE(output.text) == NORMALISE(REFERENCE)
+    for segment in output.segments:  # openai-whisper moves a segment to its words (within 0.5 s)
+        assert abs(segment.start_s - segment.words[0].start_s) <= 0.5
+        assert abs(segment.end_s - segment.words[-1].end_s) <= 0.5
+
+
+@pytest.mark.slow
+def test_vad_batched_segment_times_without_words_are_the_word_spans(
+    tiny: WhisperASRModel, vad_words: ASROutput
+) -> None:
+    output = tiny.transcribe(str(LONG_FILE))  # the newcomer's call: no words asked for
+    assert all(not s.words for s in output.segments)
+    # Before the fix, 7 segment bounds lay a whole number of seconds after their chunk's start
+    # (26.152 = 20.152 + 6...): the timestamp tokens of a chunk decoded without context.
+    chunks = tiny.speech_chunks(load_audio(LONG_FILE), chunk_length_s=20.0)
+    on_whole_seconds = [
+        bound
+        for segment in output.segments
+        for bound in (segment.start_s, segment.end_s)
+        for chunk in chunks
+        if chunk.start_s + 0.5 < bound <= chunk.end_s and abs((bound - chunk.start_s) % 1.0 - 0.5) > 0.495
+    ]
+    assert len(on_whole_seconds) <= 2, on_whole_seconds  # 0 measured; 1 in 50 by chance per bound
+    assert [(s.text, s.start_s, s.end_s) for s in output.segments] == [
+        (s.text, s.start_s, s.end_s) for s in vad_words.segments
+    ]
+
+
+@pytest.mark.slow
+def test_stream_yields_the_segments_of_transcribe_in_the_vad_batched_mode(
+    tiny: WhisperASRModel, vad_words: ASROutput
+) -> None:
+    stream = tiny.transcribe_stream(str(LONG_FILE), word_timestamps=True)
+    _same_segments(list(stream), vad_words)
+    whole = stream.output
+    assert (whole.text, whole.duration_s, whole.language, whole.metadata) == (
+        vad_words.text, vad_words.duration_s, vad_words.language, vad_words.metadata
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_stream_yields_the_segments_of_transcribe_in_the_sequential_mode(
+    tiny: WhisperASRModel, sequential_words: ASROutput
+) -> None:
+    stream = tiny.transcribe_stream(str(LONG_FILE), vad=False, word_timestamps=True)
+    first = next(stream)
+    assert first.text == "and says, how do I get to Dublin?" and first.start_s == 0.0
+    _same_segments([first, *stream], sequential_words)
+    assert stream.output.metadata == sequential_words.metadata
+
+
+def test_stream_checks_its_input_and_options_when_called(tiny: WhisperASRModel) -> None:
+    with pytest.raises(InferenceOptionError, match="one input"):
+        tiny.transcribe_stream([str(LONG_FILE), str(LONG_FILE)])
+    with pytest.raises(InferenceOptionError, match="beam_size"):
+        tiny.transcribe_stream(str(LONG_FILE), beam_size=0)
 
 
 def test_long_form_vad_chunks_of_the_silent_input_give_nothing(tiny: WhisperASRModel) -> None:

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import soundfile
 from click.testing import CliRunner
 
 from voicehub.cli import main
-from voicehub.cli.transcribe import format_srt, format_tsv, format_vtt
+from voicehub.cli.transcribe import FORMATS, echo_segments, format_srt, format_tsv, format_vtt
 from voicehub.core import ASROutput, ASRSegment
+from voicehub.speech_recognition import join_segments
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data"
@@ -35,6 +38,26 @@ def test_subtitle_formats_write_times_as_their_specs_ask() -> None:
     )
     assert format_vtt(output).startswith("WEBVTT\n\n00:00:00.000 --> 00:00:01.500\nHello there.\n\n01:01:01.250 -->")
     assert format_tsv(output) == "start\tend\ttext\n0\t1500\tHello there.\n3661250\t3662000\tGeneral Kenobi.\n"
+
+
+@pytest.mark.parametrize("output_format", ["txt", "srt", "vtt", "tsv"])
+def test_streamed_formats_print_each_segment_before_the_next_is_decoded_and_equal_the_document(
+    output_format: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = _output()
+    printed_before: list[str] = []
+
+    def stream() -> Iterator[ASRSegment]:
+        for segment in output.segments:
+            printed_before.append(capsys.readouterr().out)
+            yield segment
+
+    echo_segments(stream(), output_format, "")
+    printed = "".join(printed_before) + capsys.readouterr().out
+    first = output.segments[0].text
+    assert first in printed_before[1] and "Kenobi" not in printed_before[1]  # segment 1 out before 2 is decoded
+    expected = f"{join_segments(output.segments)}\n" if output_format == "txt" else FORMATS[output_format](output)
+    assert printed == expected
 
 
 def test_transcribe_writes_every_format_of_a_librivox_clip(tmp_path: Path) -> None:

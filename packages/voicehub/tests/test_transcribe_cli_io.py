@@ -40,8 +40,12 @@ def test_without_output_dir_nothing_is_written_and_one_format_or_jsonl_goes_to_s
         lines = runner.invoke(main, ["transcribe", str(tmp_path / "utt.wav"), str(odd), "--jsonl", "--no-progress"])
         assert lines.exit_code == 0, lines.output
         records = [json.loads(line) for line in lines.stdout.splitlines()]
-        assert [record["text"] for record in records] == [TEXT_0930, TEXT_0930]
-        assert records[1]["path"].endswith("caf\\xe9.wav")  # printable
+        wholes = [record for record in records if "segment" not in record]  # one per input, after its segments
+        assert [record["text"] for record in wholes] == [TEXT_0930, TEXT_0930]
+        assert wholes[1]["path"].endswith("caf\\xe9.wav")  # printable
+        first = records[: records.index(wholes[0])]  # the first input's segments, printed as decoded
+        assert [r["segment"]["text"] for r in first] == [s["text"] for s in wholes[0]["segments"]]
+        assert all(r["path"] == wholes[0]["path"] for r in first) and first
         srt = runner.invoke(main, ["transcribe", str(tmp_path / "utt.wav"), "-f", "srt", "--no-progress"])
         assert srt.exit_code == 0 and srt.stdout.startswith("1\n00:00:00,") and TEXT_0930 in srt.stdout
         mixed = runner.invoke(main, ["transcribe", str(tmp_path / "utt.wav"), str(odd), "-f", "vtt"])

@@ -21,13 +21,28 @@ the first segment's start to the last one's end, fits in one window. A chunk hol
 that span (the pauses inside it included), so no word is cut except where one speech segment
 had to be split at the window length. Times of a chunk's segments and words are clipped to the
 chunk, which keeps them increasing across chunks.
+
+Segment times of a chunk come from its words: a chunk is decoded without the text before it, and
+then Whisper's timestamp tokens fall on whole seconds after the chunk's start (tiny.en on
+``tests/data/silero/test.wav``: 6.00, 9.00, 15.00 s into the second chunk; faster-whisper's
+``WhisperModel.transcribe`` gives the same tokens on the same chunk). So chunks are always transcribed
+with word timestamps, each segment then spans its first word's start to its last word's end (as
+openai-whisper's ``add_word_timestamps`` sets them), and the words are dropped again unless they
+were asked for. A model that gives no word times keeps its own segment times.
+
+Streaming: :meth:`PreTrainedASRModel.transcribe_stream` yields the segments of one input in time
+order as each window is decoded: the chunks in batches of ``batch_size``, the first batch of
+:data:`STREAM_FIRST_BATCH` chunk(s) so the first segment comes early; the model's own long-form
+algorithm (``vad=False``) yields window by window where it can (``_stream_long``). ``transcribe``
+gives the same segments (it decodes the chunks in full batches).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, overload, runtime_checkable
 
@@ -39,12 +54,15 @@ from voicehub.core.config import Config
 from voicehub.core.errors import ConfigError, InferenceOptionError
 from voicehub.core.outputs import ASROutput, ASRSegment, ASRWord, VADOutput
 from voicehub.core.tasks import SpeechTask
-from voicehub.modeling import ConfigT, OptionsT, RuntimeT
+from voicehub.modeling import ConfigT, OptionsT, RuntimeT, _inference_context
 from voicehub.registry import MODEL_CATALOG
 from voicehub.speech_segmentation import VADOptions
 
 DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 """Temperatures tried in order until a decoding passes the model's fallback checks (openai-whisper's)."""
+
+STREAM_FIRST_BATCH = 1
+"""Chunks in the first batch :meth:`PreTrainedASRModel.transcribe_stream` decodes (then ``batch_size``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,9 +206,87 @@ def clip_to_chunk(output: ASROutput, start_s: float, end_s: float) -> tuple[ASRS
     return tuple(segments)
 
 
+def snap_to_words(segments: Sequence[ASRSegment]) -> tuple[ASRSegment, ...]:
+    """Segments spanning their first word's start to their last word's end (those without words unchanged)."""
+    return tuple(
+        dataclasses.replace(s, start_s=s.words[0].start_s, end_s=max(s.words[-1].end_s, s.words[0].start_s))
+        if s.words
+        else s
+        for s in segments
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _Window:
+    """One window to decode: the input it belongs to, its audio, its span there, and whether a detector cut it."""
+
+    owner: int
+    audio: Waveform
+    start_s: float
+    end_s: float
+    is_chunk: bool
+
+
+def _batches(windows: Sequence[_Window], batch_size: int, *, first: int | None = None) -> Iterator[list[_Window]]:
+    """Consecutive batches of windows of one kind (chunks or whole inputs): ``first`` windows, then ``batch_size``."""
+    start = 0
+    size = min(first or batch_size, batch_size)
+    while start < len(windows):
+        batch = [windows[start]]
+        for window in windows[start + 1 : start + size]:
+            if window.is_chunk != batch[0].is_chunk:
+                break
+            batch.append(window)
+        yield batch
+        start += len(batch)
+        size = batch_size
+
+
 def join_segments(segments: Sequence[ASRSegment]) -> str:
     """The transcript of consecutive segments: their texts joined by single spaces."""
     return " ".join(text for segment in segments if (text := segment.text.strip()))
+
+
+_Piece = tuple[ASROutput, tuple[ASRSegment, ...]]
+"""One decoded window: the model's output for it and its segments on the input's time line."""
+
+
+class TranscriptionStream(Iterator[ASRSegment]):
+    """The segments of one input as they are decoded (what :meth:`PreTrainedASRModel.transcribe_stream` returns).
+
+    Iterate it for :class:`~voicehub.core.ASRSegment` records in time order; :attr:`output` is the whole
+    :class:`~voicehub.core.ASROutput` (reading it decodes whatever is left).
+    """
+
+    def __init__(self, pieces: Iterator[_Piece], assemble: Callable[[Sequence[_Piece]], ASROutput]) -> None:
+        self._pieces = pieces
+        self._assemble = assemble
+        self._decoded: list[_Piece] = []
+        self._pending: collections.deque[ASRSegment] = collections.deque()
+        self._output: ASROutput | None = None
+
+    def __iter__(self) -> TranscriptionStream:
+        return self
+
+    def __next__(self) -> ASRSegment:
+        while not self._pending:
+            if self._output is not None:
+                raise StopIteration
+            piece = next(self._pieces, None)
+            if piece is None:
+                self._output = self._assemble(self._decoded)
+                raise StopIteration
+            self._decoded.append(piece)
+            self._pending.extend(piece[1])
+        return self._pending.popleft()
+
+    @property
+    def output(self) -> ASROutput:
+        """The whole transcript (equal to ``transcribe``'s), once every window is decoded."""
+        while self._output is None:
+            for _ in self:
+                pass
+        return self._output
 
 
 class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
@@ -325,54 +421,187 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
             for c in chunks
         ]
 
+    def _windows(self, waveform: Waveform, owner: int, options: OptionsT) -> list[_Window] | None:
+        """The windows of one input (``None``: the model's own long-form algorithm takes it)."""
+        if self._windows_are_long_form(waveform, options):
+            return None
+        if not (getattr(options, "vad", None) is True or waveform.duration_s > self.max_window_s):
+            return [_Window(owner=owner, audio=waveform, start_s=0.0, end_s=waveform.duration_s, is_chunk=False)]
+        windows = []
+        for chunk in self.speech_chunks(waveform, chunk_length_s=getattr(options, "chunk_length_s", None)):
+            audio = Waveform(
+                samples=np.ascontiguousarray(waveform.samples[chunk.start_sample : chunk.end_sample]),
+                sample_rate=waveform.sample_rate,
+                source=waveform.source,
+            )
+            windows.append(_Window(owner=owner, audio=audio, start_s=chunk.start_s, end_s=chunk.end_s, is_chunk=True))
+        return windows
+
+    def _decode(
+        self, runtime: RuntimeT, batch: Sequence[_Window], options: OptionsT
+    ) -> list[tuple[ASROutput, tuple[ASRSegment, ...]]]:
+        """Decode a batch of windows of one kind: each one's output and its segments on the input's time line.
+
+        Chunks are decoded with word timestamps and their segments snapped to their words (the
+        module's rule); the words are dropped again unless ``options`` asked for them.
+        """
+        wants_words = bool(getattr(options, "word_timestamps", False))
+        decoding = options
+        if batch[0].is_chunk and not wants_words and isinstance(options, ASROptions):
+            decoding = options.replace(word_timestamps=True)
+        results = self._transcribe_windows(runtime, [w.audio for w in batch], [w.start_s for w in batch], decoding)
+        decoded = []
+        for window, result in zip(batch, results, strict=True):
+            segments = clip_to_chunk(result, window.start_s, window.end_s)
+            if window.is_chunk:
+                segments = snap_to_words(segments)
+            if not wants_words:
+                segments = tuple(dataclasses.replace(s, words=()) for s in segments)
+            decoded.append((result, segments))
+        return decoded
+
+    def _stream_long(self, runtime: RuntimeT, waveform: Waveform, options: OptionsT) -> Iterator[ASROutput]:
+        """The model's own long-form algorithm, one output per decoded window (times on the input's time line).
+
+        By default the whole of :meth:`_transcribe_long` at once; override it to yield window by window.
+        """
+        yield self._transcribe_long(runtime, waveform, options)
+
+    def _assemble(
+        self, waveform: Waveform, decoded: Sequence[tuple[ASROutput, tuple[ASRSegment, ...]]], options: OptionsT
+    ) -> ASROutput:
+        """One input's output from its decoded windows (each: the model's output and its segments)."""
+        segments = tuple(s for _, window_segments in decoded for s in window_segments)
+        languages = [result.language for result, _ in decoded if result.language]
+        language = max(set(languages), key=languages.count) if languages else getattr(options, "language", None)
+        return ASROutput(
+            text=join_segments(segments),
+            segments=segments,
+            language=language,
+            duration_s=waveform.duration_s,
+            source=waveform.source,
+            metadata=self._output_metadata(options, vad_chunks=len(decoded)),
+        )
+
+    def _long_output(self, waveform: Waveform, pieces: Sequence[ASROutput], options: OptionsT) -> ASROutput:
+        """One input's output from the pieces :meth:`_stream_long` yielded."""
+        segments = tuple(s for piece in pieces for s in piece.segments)
+        language = next((p.language for p in pieces if p.language), getattr(options, "language", None))
+        return ASROutput(
+            text=join_segments(segments),
+            segments=segments,
+            language=language,
+            duration_s=waveform.duration_s,
+            source=waveform.source,
+            metadata=dict(pieces[0].metadata) if pieces else self._output_metadata(options, vad_chunks=0),
+        )
+
     def _transcribe(self, runtime: RuntimeT, waveforms: Sequence[Waveform], options: OptionsT) -> list[ASROutput]:
         """Plan windows for every input, transcribe them in batches, and put each input back together."""
-        vad = getattr(options, "vad", None)
         batch_size = int(getattr(options, "batch_size", 1))
-        windows: list[tuple[int, Waveform, float, float]] = []  # input index, audio, start_s, end_s
+        windows: list[_Window] = []
         long_outputs: dict[int, ASROutput] = {}
         for index, waveform in enumerate(waveforms):
-            is_long = waveform.duration_s > self.max_window_s
-            if vad is False and is_long:
-                long_outputs[index] = self._transcribe_long(runtime, waveform, options)
-            elif vad is True or is_long:
-                for chunk in self.speech_chunks(waveform, chunk_length_s=getattr(options, "chunk_length_s", None)):
-                    audio = Waveform(
-                        samples=np.ascontiguousarray(waveform.samples[chunk.start_sample : chunk.end_sample]),
-                        sample_rate=waveform.sample_rate,
-                        source=waveform.source,
-                    )
-                    windows.append((index, audio, chunk.start_s, chunk.end_s))
-            else:
-                windows.append((index, waveform, 0.0, waveform.duration_s))
-        results: list[ASROutput] = []
-        for first in range(0, len(windows), batch_size):
-            batch = windows[first : first + batch_size]
-            results.extend(self._transcribe_windows(runtime, [w[1] for w in batch], [w[2] for w in batch], options))
-        outputs: list[ASROutput] = []
-        for index, waveform in enumerate(waveforms):
-            if index in long_outputs:
-                outputs.append(dataclasses.replace(long_outputs[index], source=waveform.source))
-                continue
-            segments: list[ASRSegment] = []
-            languages: list[str] = []
-            for (owner, _, start_s, end_s), result in zip(windows, results, strict=True):
-                if owner == index:
-                    segments.extend(clip_to_chunk(result, start_s, end_s))
-                    if result.language:
-                        languages.append(result.language)
-            language = max(set(languages), key=languages.count) if languages else getattr(options, "language", None)
-            outputs.append(
-                ASROutput(
-                    text=join_segments(segments),
-                    segments=tuple(segments),
-                    language=language,
-                    duration_s=waveform.duration_s,
-                    source=waveform.source,
-                    metadata=self._output_metadata(options, vad_chunks=sum(1 for w in windows if w[0] == index)),
+            planned = self._windows(waveform, index, options)
+            if planned is None:
+                long_outputs[index] = self._long_output(
+                    waveform, list(self._stream_long(runtime, waveform, options)), options
                 )
+            else:
+                windows.extend(planned)
+        # Whole inputs, then chunks, so each batch is of one kind; an input's windows keep their order.
+        windows = [w for w in windows if not w.is_chunk] + [w for w in windows if w.is_chunk]
+        decoded: list[tuple[ASROutput, tuple[ASRSegment, ...]]] = []
+        for batch in _batches(windows, batch_size):
+            decoded.extend(self._decode(runtime, batch, options))
+        return [
+            long_outputs[index]
+            if index in long_outputs
+            else self._assemble(
+                waveform, [d for w, d in zip(windows, decoded, strict=True) if w.owner == index], options
             )
-        return outputs
+            for index, waveform in enumerate(waveforms)
+        ]
+
+    # ------------------------------------------------------------------ streaming
+    def transcribe_stream(
+        self,
+        audio: AudioLike,
+        *,
+        sample_rate: int | None = None,
+        options: OptionsT | None = None,
+        **overrides: object,
+    ) -> TranscriptionStream:
+        """Transcribe one input, yielding its segments in time order as each window is decoded.
+
+        The chunks of a long input (or of any input with ``vad=True``) are decoded in batches of
+        ``batch_size``, the first one of :data:`STREAM_FIRST_BATCH` chunk(s); ``vad=False`` yields
+        the model's own long-form algorithm window by window where the model supports it (Whisper's
+        30 s seek does). The options and the audio are checked when this is called; the model
+        loads and decodes as the stream is consumed, one window batch per step, each step a task
+        call of its own (an optimization plan or ``unload()`` between steps waits for no stream).
+
+        Args:
+            audio: one input (a path, an array with ``sample_rate``, a waveform), not a list.
+            sample_rate: rate in Hz of an array input.
+            options: inference options replacing the defaults.
+            **overrides: individual options, as for :meth:`transcribe`.
+
+        Returns:
+            A :class:`TranscriptionStream`: iterate it for :class:`~voicehub.core.ASRSegment` records (times
+            in seconds from the start of the input); its ``output`` is then what :meth:`transcribe`
+            returns (the same segments and text; confidences equal to float rounding).
+
+        Raises:
+            InferenceOptionError: for a list of inputs, or invalid options.
+            UnknownInferenceOptionError: for an unknown option.
+            AudioError, AudioDecodeError, SampleRateError: for unusable audio.
+        """
+        resolved = self.resolve_options(options, **overrides)
+        if isinstance(audio, list):
+            raise InferenceOptionError(
+                f"{type(self).__name__}.transcribe_stream() takes one input, got a list of {len(audio)}; "
+                "stream them one by one, or call transcribe() with the list"
+            )
+        waveform = self.prepare_audio(audio, sample_rate=sample_rate)[0][0]
+        is_long = self._windows_are_long_form(waveform, resolved)
+
+        def assemble(decoded: Sequence[tuple[ASROutput, tuple[ASRSegment, ...]]]) -> ASROutput:
+            if is_long:
+                return self._long_output(waveform, [result for result, _ in decoded], resolved)
+            return self._assemble(waveform, decoded, resolved)
+
+        return TranscriptionStream(
+            self._steps(lambda runtime: self._stream_pieces(runtime, waveform, resolved)), assemble
+        )
+
+    def _windows_are_long_form(self, waveform: Waveform, options: OptionsT) -> bool:
+        """Whether the model's own long-form algorithm takes this input (``vad=False`` and over one window)."""
+        return getattr(options, "vad", None) is False and waveform.duration_s > self.max_window_s
+
+    def _steps(self, start: Callable[[RuntimeT], Iterator[_Piece]]) -> Iterator[_Piece]:
+        """Run a stream of decoded windows one step per task call (no call or inference mode held across ``yield``)."""
+        pieces: Iterator[_Piece] | None = None
+        while True:
+            with self._calls.call():
+                runtime = self._inference_runtime()
+                with _inference_context():
+                    if pieces is None:
+                        pieces = start(runtime)
+                    piece = next(pieces, None)
+            if piece is None:
+                return
+            yield piece
+
+    def _stream_pieces(self, runtime: RuntimeT, waveform: Waveform, options: OptionsT) -> Iterator[_Piece]:
+        """The decoded windows of one input in order: each one's output and its segments."""
+        windows = self._windows(waveform, 0, options)
+        if windows is None:
+            for piece in self._stream_long(runtime, waveform, options):
+                yield piece, piece.segments
+            return
+        for batch in _batches(windows, int(getattr(options, "batch_size", 1)), first=STREAM_FIRST_BATCH):
+            yield from self._decode(runtime, batch, options)
 
     def _output_metadata(self, options: OptionsT, *, vad_chunks: int) -> dict[str, Any]:
         """Strict-JSON details recorded in every output."""
@@ -386,12 +615,15 @@ def words_of(output: ASROutput) -> tuple[ASRWord, ...]:
 
 __all__ = [
     "DEFAULT_TEMPERATURES",
+    "STREAM_FIRST_BATCH",
     "ASROptions",
     "PreTrainedASRModel",
     "SpeechChunk",
     "SpeechDetector",
+    "TranscriptionStream",
     "clip_to_chunk",
     "join_segments",
     "merge_speech_segments",
+    "snap_to_words",
     "words_of",
 ]

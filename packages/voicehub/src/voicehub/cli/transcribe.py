@@ -3,12 +3,13 @@ openai-whisper command line (txt, json, srt, vtt, tsv)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from voicehub.core.audio import AudioLike, Waveform, display_path, is_raw_pcm, l
 from voicehub.core.audio_stream import audio_file_info
 from voicehub.core.errors import AudioDecodeError, VoiceHubError
 from voicehub.core.files import check_output_directory
-from voicehub.core.outputs import ASROutput
+from voicehub.core.outputs import ASROutput, ASRSegment
 from voicehub.core.tasks import SpeechTask
 
 _LOG = logging.getLogger(__name__)
@@ -54,32 +55,70 @@ def _clock(seconds: float, separator: str) -> str:
     return f"{hours:02d}:{minutes:02d}:{secs:02d}{separator}{ms:03d}"
 
 
+def srt_cue(index: int, segment: ASRSegment) -> str:
+    """One SubRip cue: its number (from 1), ``HH:MM:SS,mmm --> HH:MM:SS,mmm`` and the text."""
+    return f"{index}\n{_clock(segment.start_s, ',')} --> {_clock(segment.end_s, ',')}\n{segment.text}\n"
+
+
+def vtt_cue(segment: ASRSegment) -> str:
+    """One WebVTT cue: ``HH:MM:SS.mmm --> HH:MM:SS.mmm`` and the text."""
+    return f"{_clock(segment.start_s, '.')} --> {_clock(segment.end_s, '.')}\n{segment.text}\n"
+
+
+def tsv_row(segment: ASRSegment) -> str:
+    """One tab-separated row: ``start``, ``end`` (integer milliseconds) and ``text``."""
+    return f"{round(segment.start_s * 1000)}\t{round(segment.end_s * 1000)}\t{segment.text.replace(chr(9), ' ')}\n"
+
+
+VTT_HEADER = "WEBVTT\n\n"
+TSV_HEADER = "start\tend\ttext\n"
+
+
 def format_txt(output: ASROutput) -> str:
     """One line per segment."""
     return "".join(f"{segment.text}\n" for segment in output.segments)
 
 
 def format_srt(output: ASROutput) -> str:
-    """SubRip: numbered cues, ``HH:MM:SS,mmm --> HH:MM:SS,mmm``, a blank line after each."""
-    cues = [
-        f"{index}\n{_clock(s.start_s, ',')} --> {_clock(s.end_s, ',')}\n{s.text}\n"
-        for index, s in enumerate(output.segments, 1)
-    ]
-    return "\n".join(cues)
+    """SubRip: numbered cues, ``HH:MM:SS,mmm --> HH:MM:SS,mmm``, a blank line between cues."""
+    return "\n".join(srt_cue(index, s) for index, s in enumerate(output.segments, 1))
 
 
 def format_vtt(output: ASROutput) -> str:
     """WebVTT: the ``WEBVTT`` header, then ``HH:MM:SS.mmm --> HH:MM:SS.mmm`` cues."""
-    cues = [f"{_clock(s.start_s, '.')} --> {_clock(s.end_s, '.')}\n{s.text}\n" for s in output.segments]
-    return "WEBVTT\n\n" + "\n".join(cues)
+    return VTT_HEADER + "\n".join(vtt_cue(s) for s in output.segments)
 
 
 def format_tsv(output: ASROutput) -> str:
     """Tab-separated ``start``, ``end`` (integer milliseconds) and ``text``, with a header (openai-whisper's)."""
-    rows = [
-        f"{round(s.start_s * 1000)}\t{round(s.end_s * 1000)}\t{s.text.replace(chr(9), ' ')}" for s in output.segments
-    ]
-    return "start\tend\ttext\n" + "".join(f"{row}\n" for row in rows)
+    return TSV_HEADER + "".join(tsv_row(s) for s in output.segments)
+
+
+def echo_segments(stream: Iterable[ASRSegment], output_format: str, prefix: str) -> None:
+    """Print segments on stdout as they come, in ``output_format`` (txt, srt, vtt or tsv).
+
+    The bytes printed equal the whole document's (``txt``: the transcript on one line after
+    ``prefix``, as for a finished output; the others: :data:`FORMATS`' writer).
+    """
+    if output_format == "txt":
+        click.echo(prefix, nl=False)
+        try:
+            texts = (text for s in stream if (text := s.text.strip()))
+            for index, text in enumerate(texts):
+                click.echo(f" {text}" if index else text, nl=False)
+        finally:
+            click.echo("")  # a failure part-way still ends the line
+        return
+    if output_format == "vtt":
+        click.echo(VTT_HEADER, nl=False)
+    elif output_format == "tsv":
+        click.echo(TSV_HEADER, nl=False)
+    for index, segment in enumerate(stream, 1):
+        if output_format == "tsv":
+            click.echo(tsv_row(segment), nl=False)
+            continue
+        cue = srt_cue(index, segment) if output_format == "srt" else vtt_cue(segment)
+        click.echo(cue if index == 1 else "\n" + cue, nl=False)
 
 
 def format_json(output: ASROutput) -> str:
@@ -95,6 +134,9 @@ FORMATS: dict[str, Callable[[ASROutput], str]] = {
     "tsv": format_tsv,
 }
 """Output format name -> writer; ``all`` writes every one."""
+
+STREAMED_FORMATS = ("txt", "srt", "vtt", "tsv")
+"""Formats printed on stdout segment by segment as the model decodes them (json is printed whole)."""
 
 
 # --------------------------------------------------------------------------- inputs
@@ -228,7 +270,8 @@ _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
     "--jsonl",
     "as_jsonl",
     is_flag=True,
-    help="Print one strict-JSON object per input (its path and the whole transcript) as each finishes.",
+    help="Print one strict-JSON object per segment ({path, segment}) as it is decoded, then one per input (its "
+    "path and the whole transcript) as it finishes.",
 )
 @click.option("--sample-rate", type=int, default=None, metavar="HZ", help=SAMPLE_RATE_HELP)
 @common_options
@@ -252,8 +295,8 @@ def transcribe_command(
     """Transcribe each INPUT (raw PCM needs --sample-rate).
 
     Prints the transcripts on stdout (plain text by default; --output-format for one input, --jsonl
-    for several) or writes them into --output-dir. A file that fails is logged and the others are
-    still transcribed; the exit status is then 1.
+    for several), each segment as it is decoded, or writes them into --output-dir. A file that fails
+    is logged and the others are still transcribed; the exit status is then 1.
     """
     from voicehub.auto import AutoModelForSpeechRecognition
 
@@ -292,6 +335,8 @@ def transcribe_command(
         _LOG.info("%s loaded on %s in %.1f s", model.model_type, common.device, time.perf_counter() - started)
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err
+    # On stdout, txt/srt/vtt/tsv and --jsonl print each segment as it is decoded; files are written whole.
+    streams = to_stdout and (as_jsonl or output_format in STREAMED_FORMATS)
     names = input_ids([Path("stdin") if f is None else f for f in files])
     durations = [_duration_s(f, sample_rate) for f in files]
     from tqdm import tqdm
@@ -306,7 +351,16 @@ def transcribe_command(
             try:
                 started = time.perf_counter()
                 audio = _read_stdin(sample_rate) if path is None else audio_input(path, sample_rate)
-                output = model.transcribe(audio, options=options)
+                if streams:
+                    stream = model.transcribe_stream(audio, options=options)
+                    if as_jsonl:
+                        for segment in stream:
+                            echo_json_line({"path": label, "segment": dataclasses.asdict(segment)})
+                    else:
+                        echo_segments(stream, output_format, f"{label}: " if len(files) > 1 else "")
+                    output = stream.output
+                else:
+                    output = model.transcribe(audio, options=options)
                 if directory is not None:
                     _write(output, name, directory, formats)
             except VoiceHubError as err:
@@ -318,6 +372,8 @@ def transcribe_command(
             _LOG.info("%s: %.2f s of audio in %.2f s", label, output.duration_s or 0.0, elapsed)
             if as_jsonl:
                 echo_json_line({"path": label, **output.to_dict()})
+            elif streams:
+                pass  # printed as it came
             elif to_stdout and output_format != "txt":
                 click.echo(FORMATS[output_format](output), nl=False)
             else:
@@ -331,11 +387,16 @@ def transcribe_command(
 
 __all__ = [
     "FORMATS",
+    "STREAMED_FORMATS",
+    "echo_segments",
     "expand_inputs",
     "format_json",
     "format_srt",
     "format_tsv",
     "format_txt",
     "format_vtt",
+    "srt_cue",
     "transcribe_command",
+    "tsv_row",
+    "vtt_cue",
 ]

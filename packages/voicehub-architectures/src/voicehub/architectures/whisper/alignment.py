@@ -229,6 +229,7 @@ def add_word_timestamps(
     heads: Sequence[tuple[int, int]],
     language: str | None,
     last_speech_s: float,
+    segment_times_from_words: bool = False,
 ) -> float:
     """Align the words of one window's segments and reconcile them with the segment times (step 4).
 
@@ -239,6 +240,10 @@ def add_word_timestamps(
             :func:`find_alignment`.
         window_start_s: absolute time of the window's first frame.
         last_speech_s: end of the last word before this window (for the pause heuristic).
+        segment_times_from_words: ``True``: each segment spans its first word's start to its last
+            word's end, whatever its timestamp tokens said (for a window decoded without the text
+            before it, whose timestamp tokens can fall on whole seconds); ``False``: the reference
+            reconciliation (a word more than 0.5 s outside its segment's timestamps is pulled in).
 
     Returns:
         The end of the last word placed (``last_speech_s`` if none).
@@ -290,16 +295,19 @@ def add_word_timestamps(
                     boundary = max(placed[1].end_s / 2, placed[1].end_s - longest)
                     first.end_s = placed[1].start_s = boundary
                 first.start_s = max(0.0, first.end_s - longest)
-            if segment.start_s < first.end_s and segment.start_s - 0.5 > first.start_s:
-                first.start_s = max(0.0, min(first.end_s - median, segment.start_s))
-            else:
-                segment.start_s = first.start_s
-            if segment.end_s > last.start_s and segment.end_s + 0.5 < last.end_s:
-                last.end_s = max(last.start_s + median, segment.end_s)
-            else:
-                segment.end_s = last.end_s
-            last_speech_s = segment.end_s
+            if not segment_times_from_words:
+                if segment.start_s < first.end_s and segment.start_s - 0.5 > first.start_s:
+                    first.start_s = max(0.0, min(first.end_s - median, segment.start_s))
+                else:
+                    segment.start_s = first.start_s
+                if segment.end_s > last.start_s and segment.end_s + 0.5 < last.end_s:
+                    last.end_s = max(last.start_s + median, segment.end_s)
+                else:
+                    segment.end_s = last.end_s
             separate_words(placed, step_s=model.config.time_precision_s)
+            if segment_times_from_words:
+                segment.start_s, segment.end_s = first.start_s, last.end_s
+            last_speech_s = segment.end_s
         segment.words = placed
     return last_speech_s
 

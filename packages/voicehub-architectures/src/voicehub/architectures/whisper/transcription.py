@@ -4,7 +4,10 @@
 a voice-activity chunker, or short files) with their offsets in the source, encodes them as one
 batch and decodes them together. Every segment of a window is kept, including an unfinished one
 after the last timestamp pair (it ends where the audio of the window ends), so a chunker loses no
-word at its cuts.
+word at its cuts. A window decoded without the text before it can get timestamp tokens on whole
+seconds (tiny.en on the second 20 s chunk of ``tests/data/silero/test.wav``: 6.00, 9.00, 15.00 s;
+faster-whisper decodes the same tokens), so with word timestamps a window's segments span their
+aligned words instead.
 
 :meth:`WhisperTranscriber.transcribe` is openai/whisper's ``transcribe`` (MIT) for one waveform of
 any length: the log-mel of the whole file (plus 30 s of zeros) is normalised once, a 30 s window
@@ -13,12 +16,13 @@ complete timestamp pair (to the end of the window when the text ends with a lone
 the end of the last word with word timestamps), so words cut by the window's end are decoded again
 in the next window and no word is lost or doubled. Timestamps are monotonic: each window's
 timestamps are at or after its start, which is at or after every earlier timestamp.
+:meth:`WhisperTranscriber.stream` is the same loop yielding each window's segments as it is decoded.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -291,6 +295,7 @@ class WhisperTranscriber:
                         drafts, model=self.model, tokenizer=self.tokenizer, audio_features=features[index : index + 1],
                         sot_sequence=self.tokenizer.sot_sequence(language, options.task), window_start_s=float(offset),
                         num_frames=num_frames, heads=self.heads, language=language, last_speech_s=float(offset),
+                        segment_times_from_words=True,
                     )  # fmt: skip
                 segments = [s for d in drafts if (s := self._finish(d, result)) is not None]
             transcripts.append(
@@ -316,7 +321,6 @@ class WhisperTranscriber:
         return split.segments
 
     # ---------------------------------------------------------------------------------- sequential long form
-    @torch.inference_mode()
     def transcribe(self, waveform: Tensor | np.ndarray, options: DecodingOptions | None = None) -> WhisperTranscript:
         """Transcribe one waveform of any length with the reference sequential 30 s seek.
 
@@ -325,7 +329,33 @@ class WhisperTranscriber:
             options: decoding options.
 
         Returns:
-            The transcript; segment and word times in seconds from the start of ``waveform``.
+            The transcript; segment and word times in seconds from the start of ``waveform``: the
+            segments of every window :meth:`stream` yields, in order.
+
+        Raises:
+            AudioError: for an input that is not a 1-D float array.
+            DecodingOptionError: for options the checkpoint cannot honour.
+            UnsupportedLanguageError: for a language the checkpoint has no token for.
+        """
+        pieces = list(self.stream(waveform, options))
+        first = pieces[0]
+        return dataclasses.replace(first, segments=tuple(s for piece in pieces for s in piece.segments))
+
+    @torch.inference_mode()
+    def stream(
+        self, waveform: Tensor | np.ndarray, options: DecodingOptions | None = None
+    ) -> Iterator[WhisperTranscript]:
+        """The sequential 30 s seek of :meth:`transcribe`, yielding each window's segments as it is decoded.
+
+        The options and the waveform are checked when the first item is asked for.
+
+        Args:
+            waveform: float (num_samples,), mono, in [-1, 1], at 16000 Hz.
+            options: decoding options.
+
+        Yields:
+            One transcript per decoded window (no segments for a silent one; at least one in all),
+            each with the whole waveform's ``duration_s``, language and its probability.
 
         Raises:
             AudioError: for an input that is not a 1-D float array.
@@ -351,7 +381,13 @@ class WhisperTranscriber:
         prompt_start = 0
         last_speech_s = 0.0
         seek = 0
-        segments: list[WhisperSegment] = []
+
+        def piece(segments: Sequence[WhisperSegment]) -> WhisperTranscript:
+            return WhisperTranscript(
+                segments=tuple(segments), language=language, language_probability=probability, duration_s=duration_s
+            )
+
+        yielded = False
         while seek < content_frames:
             window_start_s = seek / FRAMES_PER_SECOND
             size = min(WINDOW_NUM_FRAMES, content_frames - seek)
@@ -363,6 +399,8 @@ class WhisperTranscriber:
             result = self.decoder.decode_with_fallback(features, [initial], options, generator)[0]
             if self.decoder.is_silent(result, options):
                 seek += size
+                yielded = True
+                yield piece(())
                 continue
             split = self._split(result.tokens, window_start_s, size)
             next_seek = seek + split.advance_frames
@@ -376,14 +414,14 @@ class WhisperTranscriber:
                 if not split.single_timestamp_ending and last_word_end is not None and last_word_end > window_start_s:
                     next_seek = round(last_word_end * FRAMES_PER_SECOND)
             finished = [(d, s) for d in split.segments if (s := self._finish(d, result)) is not None]
-            segments.extend(s for _, s in finished)
             all_tokens.extend(t for d, _ in finished for t in d.tokens)
             if not options.condition_on_previous_text or result.temperature > options.prompt_reset_on_temperature:
                 prompt_start = len(all_tokens)
             seek = max(next_seek, seek + 1)
-        return WhisperTranscript(
-            segments=tuple(segments), language=language, language_probability=probability, duration_s=duration_s
-        )
+            yielded = True
+            yield piece([s for _, s in finished])
+        if not yielded:
+            yield piece(())
 
 
 __all__ = ["WhisperSegment", "WhisperTranscriber", "WhisperTranscript", "WhisperWord", "compression_ratio"]

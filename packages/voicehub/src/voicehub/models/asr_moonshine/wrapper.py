@@ -59,10 +59,9 @@ class MoonshineRuntime(RuntimeBundle[MoonshineModel]):
 def _batch(windows: Sequence[Waveform], device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Right-pad windows into float32 (batch, num_samples) with their lengths (``None`` when all are equal).
 
-    A window shorter than :data:`MIN_NUM_SAMPLES` (56 ms, the stem's receptive field) is padded
-    with zeros to that length and counts as that long.
+    Every window holds at least :data:`MIN_NUM_SAMPLES` (shorter ones are not decoded).
     """
-    lengths = [max(w.num_samples, MIN_NUM_SAMPLES) for w in windows]
+    lengths = [w.num_samples for w in windows]
     batch = torch.zeros(len(windows), max(lengths), dtype=torch.float32)
     for index, window in enumerate(windows):
         batch[index, : window.num_samples] = torch.from_numpy(window.samples)
@@ -76,7 +75,11 @@ class MoonshineASRModel(PreTrainedASRModel[ASRMoonshineConfig, ASRMoonshineOptio
     ``transcribe(audio, batch_size=, vad=, chunk_length_s=, ...)`` returns an
     :class:`~voicehub.core.ASROutput` per input: greedy decoding (at most 6 tokens per second of
     audio, as upstream), one segment per window (times in seconds from the start of the input,
-    no words; ``metadata["word_timestamps"]`` says ``"unavailable"``).
+    no words; ``metadata["word_timestamps"]`` says ``"unavailable"``). An input shorter than the
+    encoder's shortest input, :data:`~voicehub.architectures.moonshine.config.MIN_NUM_SAMPLES` (895
+    samples, 56 ms at 16 kHz), is too short to hold a word: it gives an empty transcript and a logged
+    warning naming it (as Whisper gives empty text for such a clip; an error would fail the whole
+    batch it came in).
     """
 
     config_class = ASRMoonshineConfig
@@ -147,9 +150,23 @@ class MoonshineASRModel(PreTrainedASRModel[ASRMoonshineConfig, ASRMoonshineOptio
     ) -> list[ASROutput]:
         model = runtime.module
         device = model.decoder.embed_tokens.weight.device
-        waveform, num_samples = _batch(windows, device)
-        with torch.inference_mode():
-            tokens = model.generate(waveform, num_samples)
+        decodable = [w for w in windows if w.num_samples >= MIN_NUM_SAMPLES]
+        for window in windows:
+            if window.num_samples < MIN_NUM_SAMPLES:
+                logger.warning(
+                    "%s: %s holds %d samples (%.1f ms), fewer than Moonshine's shortest input of %d samples "
+                    "(%.0f ms at 16 kHz, one encoder frame); it is too short to hold a word and gives an empty "
+                    "transcript",
+                    self.model_type, window.source, window.num_samples, 1000.0 * window.duration_s,
+                    MIN_NUM_SAMPLES, 1000.0 * MIN_NUM_SAMPLES / 16000,
+                )  # fmt: skip
+        decoded: list[list[int]] = []
+        if decodable:
+            waveform, num_samples = _batch(decodable, device)
+            with torch.inference_mode():
+                decoded = [list(ids) for ids in model.generate(waveform, num_samples)]
+        next_ids = iter(decoded)
+        tokens = [next(next_ids) if w.num_samples >= MIN_NUM_SAMPLES else [] for w in windows]
         outputs = []
         for window, offset_s, ids in zip(windows, offsets_s, tokens, strict=True):
             text = runtime.tokenizer.decode(ids)

@@ -10,7 +10,7 @@ under ``whisper/``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -210,11 +210,13 @@ class WhisperASRModel(PreTrainedASRModel[ASRWhisperConfig, ASRWhisperOptions, Wh
             for t, w, offset in zip(transcripts, windows, offsets_s, strict=True)
         ]
 
-    def _transcribe_long(self, runtime: WhisperRuntime, waveform: Waveform, options: ASRWhisperOptions) -> ASROutput:
-        transcript = runtime.transcriber().transcribe(waveform.samples, decoding_options(options))
-        return to_asr_output(
-            transcript, source=waveform.source, metadata=self._metadata(runtime) | {"long_form": "sequential"}
-        )
+    def _stream_long(
+        self, runtime: WhisperRuntime, waveform: Waveform, options: ASRWhisperOptions
+    ) -> Iterator[ASROutput]:
+        """The reference sequential 30 s seek, one output per decoded window."""
+        metadata = self._metadata(runtime) | {"long_form": "sequential"}
+        for piece in runtime.transcriber().stream(waveform.samples, decoding_options(options)):
+            yield to_asr_output(piece, source=waveform.source, metadata=metadata)
 
 
 class WhisperBaseASRModel(WhisperASRModel):
