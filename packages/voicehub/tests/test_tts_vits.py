@@ -169,10 +169,14 @@ def test_bad_text_and_options_raise_named_errors_through_the_wrapper(tts: VITSTT
         tts.stream("")
     with pytest.raises(NothingToPronounceError, match="nothing to pronounce"):
         tts.generate("— ...")
+    with pytest.raises(NothingToPronounceError, match="nothing to pronounce"):
+        tts.stream("\N{SLIGHTLY SMILING FACE}!!")  # at the call, not on the first next()
     with pytest.raises(UnknownSpeakerError, match="bob"):
         tts.generate("Hello.", speaker="bob")
     with pytest.raises(InferenceOptionError, match="length_scale"):
         tts.generate("Hello.", length_scale=0.0)
+    with pytest.raises(InferenceOptionError, match="noise_scale"):
+        tts.generate("Hello.", noise_scale=1e6)
     with pytest.raises(InferenceOptionError, match="seed"):
         tts.generate("Hello.", seed=-1)
 

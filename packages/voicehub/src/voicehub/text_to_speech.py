@@ -147,7 +147,10 @@ class PreTrainedTTSModel(PreTrainedSpeechModel[ConfigT, OptionsT, RuntimeT]):
         Raises:
             UnknownInferenceOptionError, InferenceOptionError: as :meth:`generate`, raised by this
                 call itself (before anything loads), not on the first ``next()``.
-            NotImplementedError: (on the first ``next()``) for a model that does not stream.
+            NothingToPronounceError, UnknownSpeakerError and the other text errors of
+                :meth:`generate`: also raised by this call itself; it loads the model (when lazy)
+                and cuts the text into pieces before returning the iterator.
+            NotImplementedError: for a model that does not stream.
         """
         started = time.perf_counter()
         resolved = self.resolve_options_for("stream", options, overrides)
@@ -157,10 +160,14 @@ class PreTrainedTTSModel(PreTrainedSpeechModel[ConfigT, OptionsT, RuntimeT]):
         return self._stream(texts[0], resolved, started)
 
     def _stream(self, text: str, options: OptionsT, started: float) -> Iterator[TTSOutput]:
+        """Cut the text into pieces now (its errors surface at the call), then synthesize lazily."""
         with self._calls.call():
             runtime = self._inference_runtime()
             with _inference_context():
                 pieces = list(self._stream_pieces(runtime, text, options))
+        return self._stream_chunks(pieces, options, started)
+
+    def _stream_chunks(self, pieces: Sequence[object], options: OptionsT, started: float) -> Iterator[TTSOutput]:
         first_audio_s: float | None = None
         offset_s = 0.0
         producer = f"{type(self).__name__}.stream"

@@ -17,6 +17,9 @@ A new command is a module here with one ``click`` command, added to :data:`main`
 from __future__ import annotations
 
 import os
+import signal
+import threading
+from types import FrameType
 
 import click
 
@@ -42,6 +45,24 @@ def main() -> None:
     # (load average 6-12): `voicehub transcribe` of the five LibriVox clips and the 60 s file took
     # 311 s median with ACTIVE and 91 s with PASSIVE (Whisper tiny.en, 3 runs each, alternating).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    _exit_cleanly_on_sigterm()
+
+
+def _raise_system_exit(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """Turn SIGTERM (``kill``, a job scheduler, ``timeout``) into ``SystemExit(143)``.
+
+    Python's default for SIGTERM ends the process at once, so no ``finally`` runs and a write in
+    progress leaves its staging file (``.NAME.*.partial``) behind. As an exception, every command's
+    cleanup runs: staging files are removed and the destination keeps its previous content. Only the
+    default disposition is replaced (a handler the embedding program set stays), and only in the
+    main thread (the only one where Python allows it).
+    """
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_system_exit)
 
 
 main.add_command(models_command)

@@ -3,9 +3,10 @@
 Text comes from the TEXT argument, ``--text-file FILE`` (``-`` for standard input), or standard
 input when neither is given. Where the audio goes:
 
-* ``-o out.wav`` (``.wav``, ``.flac``, ``.ogg``): the whole text in one file, written sentence by
-  sentence into a temporary file beside it that is renamed over it at the end (so memory does
-  not grow with the text, and the destination never holds half a file); a special file
+* ``-o out.wav`` (any format libsndfile writes: ``.wav``, ``.flac``, ``.ogg``, ``.mp3``...): the
+  whole text in one file, written sentence by sentence into a temporary file beside it that is
+  renamed over it at the end (so memory does not grow with the text, and the destination never
+  holds half a file); a special file
   (``/dev/stdout``, ``/dev/null``, a FIFO) is written into, never replaced, as WAV unless its name
   has another audio suffix (:func:`voicehub.cli._outputs.write_destination`);
 * ``--output-dir DIR``: one file per non-empty input line, numbered ``0001.wav``, ``0002.wav``...
@@ -92,7 +93,7 @@ def _read_text(text: str | None, text_file: str | None) -> str:
     "--output",
     default=None,
     metavar="FILE|-",
-    help="Write the whole text to this audio file (.wav, .flac, .ogg); '-' is --output-raw.",
+    help="Write the whole text to this audio file (.wav, .flac, .ogg, .mp3...); '-' is --output-raw.",
 )
 @click.option(
     "--output-dir",
@@ -218,7 +219,8 @@ def _audio_format(output: str) -> str:
     if is_special_file(output):
         return "WAV"
     raise click.BadParameter(
-        f"{output}: unknown audio file suffix {Path(output).suffix!r}; use .wav, .flac or .ogg "
+        f"{output}: unknown audio file suffix {Path(output).suffix!r}; use one libsndfile writes "
+        "(.wav, .flac, .ogg, .mp3, ...) "
         "(or -o - / --output-raw for raw PCM on standard output)",
         param_hint="-o/--output",
     )

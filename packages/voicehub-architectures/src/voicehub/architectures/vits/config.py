@@ -383,17 +383,30 @@ class PiperVoiceConfig(Config):
 MAX_LENGTH_SCALE = 10.0
 """The slowest speech accepted: each phoneme at most ten times its predicted length (bounds memory)."""
 
+MAX_NOISE_SCALE = 10.0
+"""The largest ``noise_scale`` / ``noise_w`` accepted. Voices use 0.3-1.0 (Piper's defaults: 0.667 and
+0.8); at 10 the latent noise already swamps the prior and the waveform is clipped noise, so a larger
+value is a mistake (a missing decimal point), not a style."""
+
 
 def check_scales(*, noise_scale: float, length_scale: float, noise_w: float) -> None:
     """Refuse VITS inference scales the graph cannot use.
 
     Raises:
-        InferenceOptionError: ``noise_scale`` and ``noise_w`` must be finite and >= 0,
+        InferenceOptionError: ``noise_scale`` and ``noise_w`` must be in [0, :data:`MAX_NOISE_SCALE`],
             ``length_scale`` in (0, :data:`MAX_LENGTH_SCALE`].
     """
     for name, value, low in (("noise_scale", noise_scale, 0.0), ("noise_w", noise_w, 0.0)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < low:
-            raise InferenceOptionError(f"vits option {name}: expected a finite number >= 0, got {value!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or not low <= value <= MAX_NOISE_SCALE
+        ):
+            raise InferenceOptionError(
+                f"vits option {name}: expected a number >= 0 and <= {MAX_NOISE_SCALE:g} (voices use 0.3-1.0), "
+                f"got {value!r}"
+            )
     if (
         isinstance(length_scale, bool)
         or not isinstance(length_scale, (int, float))
@@ -413,6 +426,7 @@ __all__ = [
     "DDS_NUM_LAYERS",
     "EOS",
     "MAX_LENGTH_SCALE",
+    "MAX_NOISE_SCALE",
     "PAD",
     "SPLINE_NUM_BINS",
     "SPLINE_TAIL_BOUND",

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from voicehub.architectures.vits.config import MAX_LENGTH_SCALE, MAX_NOISE_SCALE
 from voicehub.core.config import Config
 from voicehub.core.errors import ConfigError
 from voicehub.registry.model_config import ModelConfig
@@ -54,9 +55,9 @@ class TTSVITSOptions(Config):
 
     Attributes:
         speaker: a speaker name or index of a multi-speaker voice (``None``: its default speaker).
-        length_scale: duration multiplier, > 0 (1.0 normal speed, 2.0 twice as slow).
-        noise_scale: scale of the latent noise, >= 0 (0: the prior mean; timbre variation).
-        noise_w: scale of the duration noise, >= 0 (0: deterministic durations; rhythm variation).
+        length_scale: duration multiplier, in (0, 10] (1.0 normal speed, 2.0 twice as slow).
+        noise_scale: scale of the latent noise, in [0, 10] (0: the prior mean; timbre variation).
+        noise_w: scale of the duration noise, in [0, 10] (0: deterministic durations; rhythm variation).
         seed: the noise seed, 0..2**63-1; sentence ``i`` of a text draws from a ``torch.Generator``
             seeded ``seed + i``, so ``stream`` and ``generate`` give the same audio and a text's
             audio does not depend on the other texts of a batch. ``None`` draws a seed from torch's
@@ -83,12 +84,16 @@ class TTSVITSOptions(Config):
             ConfigError: naming the option, the allowed range and the value given.
         """
         Config.validate(self)
-        if self.length_scale is not None and (not math.isfinite(self.length_scale) or self.length_scale <= 0):
-            raise _option_error("length_scale", "a finite number > 0 (1.0 is normal speed) or None", self.length_scale)
+        # The graph's own bounds (architectures.vits.config.check_scales), checked here too so that a
+        # bad value is refused with the option's name before any work (and as a usage error on the CLI).
+        length = self.length_scale
+        if length is not None and (not math.isfinite(length) or not 0 < length <= MAX_LENGTH_SCALE):
+            expected = f"a number > 0 and <= {MAX_LENGTH_SCALE:g} (1.0 is normal speed, 2.0 twice as slow) or None"
+            raise _option_error("length_scale", expected, length)
         for key in ("noise_scale", "noise_w"):
             value = getattr(self, key)
-            if value is not None and (not math.isfinite(value) or value < 0):
-                raise _option_error(key, "a finite number >= 0 or None", value)
+            if value is not None and (not math.isfinite(value) or not 0 <= value <= MAX_NOISE_SCALE):
+                raise _option_error(key, f"a number in [0, {MAX_NOISE_SCALE:g}] (voices use 0.3-1.0) or None", value)
         if self.seed is not None and not 0 <= self.seed <= MAX_SEED:
             raise _option_error("seed", f"an integer in 0..{MAX_SEED} or None", self.seed)
         if not math.isfinite(self.sentence_silence_s) or not 0 <= self.sentence_silence_s <= 10:
