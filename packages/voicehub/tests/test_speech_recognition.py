@@ -205,6 +205,8 @@ def test_stream_checks_its_input_and_options_when_called(tiny: WhisperASRModel) 
         tiny.transcribe_stream([str(LONG_FILE), str(LONG_FILE)])
     with pytest.raises(InferenceOptionError, match="beam_size"):
         tiny.transcribe_stream(str(LONG_FILE), beam_size=0)
+    with pytest.raises(InferenceOptionError, match="English-only"):  # judged by the checkpoint, at the call
+        tiny.transcribe_stream(str(LONG_FILE), language="de")
 
 
 def test_long_form_vad_chunks_of_the_silent_input_give_nothing(tiny: WhisperASRModel) -> None:

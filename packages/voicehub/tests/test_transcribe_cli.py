@@ -113,6 +113,11 @@ def test_transcribe_reports_bad_options_and_undecodable_files(tmp_path: Path) ->
     bad_beam = CliRunner().invoke(main, ["transcribe", str(CLIP_0930), "--beam-size", "0", "-o", str(tmp_path)])
     assert bad_beam.exit_code == 2 and "--beam-size 0:" in bad_beam.output  # the flag, not the Python name
     assert "transcribe()" not in bad_beam.output
+    # A language the checkpoint lacks is one usage error before any file, not a failure per file.
+    args = ["transcribe", str(CLIP_0930), str(CLIP_0930), "--language", "xx", "-o", str(tmp_path / "out")]
+    bad_language = CliRunner().invoke(main, args)
+    assert bad_language.exit_code == 2 and "--language xx:" in bad_language.output, bad_language.output
+    assert "English-only" in bad_language.output and not (tmp_path / "out").exists()
     junk = tmp_path / "junk.wav"
     junk.write_bytes(b"not audio at all")
     result = CliRunner().invoke(main, ["transcribe", str(junk), str(CLIP_0930), "-o", str(tmp_path), "--no-progress"])

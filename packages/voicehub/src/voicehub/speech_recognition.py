@@ -388,6 +388,29 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
             "use vad=None or vad=True to cut it with the voice-activity detector (on the command line: drop --no-vad)"
         )
 
+    def check_options(self, options: OptionsT | None = None, **overrides: object) -> OptionsT:
+        """Resolve the options and check those only the loaded checkpoint can judge (loads a lazy model).
+
+        :meth:`resolve_options` checks types and ranges without the weights; some options depend
+        on the checkpoint (Whisper: the language against the vocabulary, ``"en"`` only on an
+        English-only one). A batch calls this once before its first input, so a bad option is one
+        error up front rather than one per file.
+
+        Returns:
+            The resolved options.
+
+        Raises:
+            InferenceOptionError: (or a subclass, e.g. ``UnsupportedLanguageError``) naming the option.
+            UnknownInferenceOptionError: for an unknown option.
+        """
+        resolved = self.resolve_options(options, **overrides)
+        with self._calls.call():
+            self._check_checkpoint_options(self._inference_runtime(), resolved)
+        return resolved
+
+    def _check_checkpoint_options(self, runtime: RuntimeT, options: OptionsT) -> None:
+        """Hook for :meth:`check_options`: refuse options this checkpoint cannot serve (default: none)."""
+
     # ------------------------------------------------------------------ shared long-form
     def speech_chunks(self, waveform: Waveform, *, chunk_length_s: float | None = None) -> list[SpeechChunk]:
         """Cut one input into speech chunks with :attr:`vad_model` (the module's rule).
@@ -553,11 +576,12 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
             returns (the same segments and text; confidences equal to float rounding).
 
         Raises:
-            InferenceOptionError: for a list of inputs, or invalid options.
+            InferenceOptionError: for a list of inputs, or invalid options (those the checkpoint
+                judges too, see :meth:`check_options`; this loads a lazy model).
             UnknownInferenceOptionError: for an unknown option.
             AudioError, AudioDecodeError, SampleRateError: for unusable audio.
         """
-        resolved = self.resolve_options(options, **overrides)
+        resolved = self.check_options(options, **overrides)
         if isinstance(audio, list):
             raise InferenceOptionError(
                 f"{type(self).__name__}.transcribe_stream() takes one input, got a list of {len(audio)}; "

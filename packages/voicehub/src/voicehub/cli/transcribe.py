@@ -30,7 +30,7 @@ from voicehub.cli._outputs import echo_json_line, input_ids, write_destination
 from voicehub.core import strict_json
 from voicehub.core.audio import AudioLike, Waveform, display_path, is_raw_pcm, load_audio, pcm_to_float
 from voicehub.core.audio_stream import audio_file_info
-from voicehub.core.errors import AudioDecodeError, VoiceHubError
+from voicehub.core.errors import AudioDecodeError, InferenceOptionError, VoiceHubError
 from voicehub.core.files import check_output_directory
 from voicehub.core.outputs import ASROutput, ASRSegment
 from voicehub.core.tasks import SpeechTask
@@ -200,6 +200,19 @@ def _read_stdin(sample_rate: int | None) -> AudioLike:
             ) from err
 
 
+def _check_checkpoint_options(model: Any, options: Any, language: str | None) -> Any:
+    """The options the loaded checkpoint judges (the language), once before any file: a usage error.
+
+    Raises:
+        click.UsageError: naming the flag (``--language``) and what this checkpoint accepts.
+    """
+    try:
+        return model.check_options(options)
+    except InferenceOptionError as err:
+        flag = f"--language {language}: " if language is not None and "language" in str(err) else ""
+        raise click.UsageError(flag + str(err)) from err
+
+
 def _duration_s(path: Path | None, sample_rate: int | None) -> float:
     """Length of a file in seconds for the progress bar (0 when unknown: standard input, undecodable)."""
     if path is None:
@@ -332,6 +345,7 @@ def transcribe_command(
         model = AutoModelForSpeechRecognition.from_pretrained(source, model_type=model_type, device=common.device)
         options = resolve_cli_options(model, overrides, {})  # bad options: a usage error naming the flag
         model.load()
+        options = _check_checkpoint_options(model, options, language)
         _LOG.info("%s loaded on %s in %.1f s", model.model_type, common.device, time.perf_counter() - started)
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err

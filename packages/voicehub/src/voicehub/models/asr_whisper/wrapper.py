@@ -194,6 +194,11 @@ class WhisperASRModel(PreTrainedASRModel[ASRWhisperConfig, ASRWhisperOptions, Wh
             "multilingual": config.is_multilingual,
         }
 
+    def _check_checkpoint_options(self, runtime: WhisperRuntime, options: ASRWhisperOptions) -> None:
+        """The language against this checkpoint's vocabulary (``"en"`` only on an English-only one)."""
+        if options.language is not None:
+            runtime.tokenizer.check_language(options.language)
+
     def _transcribe_windows(
         self,
         runtime: WhisperRuntime,
