@@ -70,6 +70,9 @@ class DecodingOptions:
         condition_on_previous_text: give each window of a long file the text so far as its prompt.
         prompt_reset_on_temperature: stop conditioning after a window decoded above this temperature.
         word_timestamps: add word timings from the cross-attention alignment heads.
+        word_probabilities: with ``word_timestamps``, also each word's probability (a softmax over the
+            vocabulary at every text token); ``False`` times the words only (their probability is
+            ``None``), for callers that want the times and drop the words.
         max_new_tokens: most tokens sampled per window (default ``text_context // 2``).
         seed: seed of the sampler used at temperatures above 0 (results are reproducible).
     """
@@ -91,6 +94,7 @@ class DecodingOptions:
     condition_on_previous_text: bool = True
     prompt_reset_on_temperature: float = 0.5
     word_timestamps: bool = False
+    word_probabilities: bool = True
     max_new_tokens: int | None = None
     seed: int = 0
 
@@ -296,12 +300,14 @@ class WhisperDecoder:
     @torch.inference_mode()
     def decode(
         self, audio_features: Tensor, initial: Sequence[Sequence[int]], options: DecodingOptions, temperature: float,
-        generator: torch.Generator | None = None,
+        generator: torch.Generator | None = None, cross: Sequence[tuple[Tensor, Tensor]] | None = None,
     ) -> list[DecodingResult]:  # fmt: skip
         """Decode each window once at ``temperature`` (rules 2-5).
 
         Args:
             audio_features: float (windows, audio_context, W).
+            cross: the windows' cross-attention keys and values if already computed
+                (``model.decoder.cross_keys_values(audio_features)``), else computed here.
             initial: per window its decoder input (:meth:`initial_tokens`), all of the same length.
             options: beam size, samples, timestamps and limits.
             temperature: 0 for greedy / beam search, above 0 for sampling ``best_of`` candidates.
@@ -334,7 +340,7 @@ class WhisperDecoder:
         sot_index = list(initial[0]).index(special.sot)
         rows = windows * group
         tokens = torch.tensor(initial, dtype=torch.long, device=device).repeat_interleave(group, dim=0)
-        state = self.model.decoder.init_state(audio_features, group_size=group, max_length=max_length)
+        state = self.model.decoder.init_state(audio_features, group_size=group, max_length=max_length, cross=cross)
         hidden, _ = self.model.decode(tokens, state)
         first = self.model.decoder.logits(hidden[:, [sot_index, -1]])
         no_speech = first[::group, 0].softmax(dim=-1)[:, special.no_speech].tolist()
@@ -495,12 +501,14 @@ class WhisperDecoder:
 
     def decode_with_fallback(
         self, audio_features: Tensor, initial: Sequence[Sequence[int]], options: DecodingOptions,
-        generator: torch.Generator | None = None,
+        generator: torch.Generator | None = None, cross: Sequence[tuple[Tensor, Tensor]] | None = None,
     ) -> list[DecodingResult]:  # fmt: skip
         """Decode each window, falling back to higher temperatures per window (rule 6).
 
         Args:
             audio_features: float (windows, audio_context, W).
+            cross: the windows' cross-attention keys and values (``model.decoder.cross_keys_values``),
+                computed here once if not given and reused at every temperature.
             initial: per window its decoder input, all of one length.
             options: temperatures, thresholds, beam size and samples.
             generator: random source for the sampling temperatures.
@@ -512,13 +520,17 @@ class WhisperDecoder:
         tried: list[list[DecodingResult]] = [[] for _ in range(windows)]
         final: list[DecodingResult | None] = [None] * windows
         pending = list(range(windows))
+        if cross is None:
+            cross = self.model.decoder.cross_keys_values(audio_features)
         for temperature in options.temperatures:
             if not pending:
                 break
             index = torch.tensor(pending, device=audio_features.device)
+            subset = cross if len(pending) == windows else [(k[index], v[index]) for k, v in cross]
             results = self.decode(
-                audio_features.index_select(0, index), [initial[i] for i in pending], options, temperature, generator
-            )
+                audio_features.index_select(0, index), [initial[i] for i in pending], options, temperature, generator,
+                cross=subset,
+            )  # fmt: skip
             still = []
             for window, result in zip(pending, results, strict=True):
                 tried[window].append(result)
