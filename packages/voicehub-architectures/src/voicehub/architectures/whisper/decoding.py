@@ -184,34 +184,66 @@ class _TimestampRules:
         self.eot = tokenizer.special.eot
         self.no_timestamps = tokenizer.special.no_timestamps
         self.max_initial_index = max_initial_index
+        self._cached_positions: Tensor | None = None
 
-    def apply(self, logits: Tensor, sampled: Sequence[Sequence[int]]) -> None:
-        begin = self.begin
-        logits[:, self.no_timestamps] = -math.inf
-        for row, seq in enumerate(sampled):
+    def apply(self, logits: Tensor, sampled: Sequence[Sequence[int]]) -> Tensor:
+        """Mask ``logits`` (rows, vocab) in place for the rows' tokens so far; return their log-probabilities.
+
+        The per-row rules become one boolean mask (a range of forbidden text tokens and a range of
+        forbidden timestamps per row) filled in one call, instead of slice assignments row by row.
+        """
+        begin, eot = self.begin, self.eot
+        vocab = logits.shape[-1]
+        text_end: list[int] = []  # tokens [0, text_end) are forbidden
+        time_start: list[int] = []  # tokens [time_start, time_end) are forbidden
+        time_end: list[int] = []
+        for seq in sampled:
             if not seq:
-                logits[row, :begin] = -math.inf
-                logits[row, begin + self.max_initial_index + 1 :] = -math.inf
+                text_end.append(begin)
+                time_start.append(begin + self.max_initial_index + 1)
+                time_end.append(vocab)
                 continue
             last_is_time = seq[-1] >= begin
             penultimate_is_time = len(seq) < 2 or seq[-2] >= begin
+            text = 0
+            low, high = begin, begin
             if last_is_time:
                 if penultimate_is_time:
-                    logits[row, begin:] = -math.inf
+                    high = vocab
                 else:
-                    logits[row, : self.eot] = -math.inf
+                    text = eot
             last_time = next((t for t in reversed(seq) if t >= begin), None)
             if last_time is not None:
                 # Timestamps never decrease; a closing timestamp may repeat the opening one's value
                 # only directly (empty segments are forbidden by the pairing rule above).
                 limit = last_time if last_is_time and not penultimate_is_time else last_time + 1
-                logits[row, begin:limit] = -math.inf
+                high = max(high, limit)
+            text_end.append(text)
+            time_start.append(low)
+            time_end.append(high)
+        positions = self._positions(vocab, logits.device)
+        device = logits.device
+        forbidden = (positions < torch.tensor(text_end, device=device)[:, None]) | (
+            (positions >= torch.tensor(time_start, device=device)[:, None])
+            & (positions < torch.tensor(time_end, device=device)[:, None])
+        )
+        forbidden[:, self.no_timestamps] = True
+        logits.masked_fill_(forbidden, -math.inf)
         logprobs = F.log_softmax(logits, dim=-1)
         time_mass = logprobs[:, begin:].logsumexp(dim=-1)
         best_text = logprobs[:, :begin].amax(dim=-1)
         rows = (time_mass > best_text).nonzero().flatten()
         if rows.numel():
             logits[rows, :begin] = -math.inf
+            logprobs = F.log_softmax(logits, dim=-1)
+        return logprobs
+
+    def _positions(self, vocab: int, device: torch.device) -> Tensor:
+        """``arange(vocab)`` as a (1, vocab) row on ``device``, built once."""
+        cached = self._cached_positions
+        if cached is None or cached.shape[1] != vocab or cached.device != device:
+            cached = self._cached_positions = torch.arange(vocab, device=device)[None, :]
+        return cached
 
 
 @dataclasses.dataclass(slots=True)
@@ -352,6 +384,7 @@ class WhisperDecoder:
         sampled: list[list[int]] = [[] for _ in range(rows)]
         sum_logprobs = torch.zeros(rows, dtype=torch.float64)
         done = [False] * rows
+        active = torch.ones(rows, dtype=torch.bool)  # ``not done``, as a mask for the log-probability sums
         beams = [_Beam() for _ in range(windows)] if beam else []
         max_candidates = round(options.beam_size * options.patience)
         step = 0
@@ -360,8 +393,9 @@ class WhisperDecoder:
             if step == 0 and options.suppress_blank:
                 logits[:, self.begin_suppress] = -math.inf
             if timestamp_rules is not None:
-                timestamp_rules.apply(logits, sampled)
-            logprobs = F.log_softmax(logits, dim=-1)
+                logprobs = timestamp_rules.apply(logits, sampled)
+            else:
+                logprobs = F.log_softmax(logits, dim=-1)
             if beam:
                 next_tokens, source_rows = self._beam_step(
                     logprobs, sampled, sum_logprobs, beams, group, max_candidates
@@ -374,7 +408,6 @@ class WhisperDecoder:
                     chosen = torch.multinomial((logits / temperature).softmax(dim=-1), 1, generator=generator)[:, 0]
                 else:
                     chosen = logits.argmax(dim=-1)
-                active = torch.tensor([not finished_row for finished_row in done])
                 chosen_logprobs = logprobs.gather(1, chosen[:, None])[:, 0].double().cpu()
                 sum_logprobs += torch.where(active, chosen_logprobs, 0.0)
                 next_tokens = chosen.tolist()
@@ -384,6 +417,7 @@ class WhisperDecoder:
                         continue
                     if token == special.eot:
                         done[row] = True
+                        active[row] = False
                     else:
                         sampled[row].append(token)
                 finished = all(done)
