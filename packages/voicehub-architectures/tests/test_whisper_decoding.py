@@ -8,6 +8,7 @@ normaliser, against ``tests/data/librivox/transcription`` (124 words).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -111,6 +112,30 @@ def test_batched_windows_equal_one_by_one_with_offsets(tiny, clips) -> None:
         offset = offsets[index]
         assert transcript.segments[0].start_s == pytest.approx(alone.segments[0].start_s + offset)
         assert transcript.segments[-1].end_s <= offset + transcript.duration_s + 0.02
+
+
+def test_batched_word_alignment_equals_one_by_one_and_can_skip_probabilities(tiny, clips) -> None:
+    """Windows of different lengths aligned in one padded pass get the words each gets alone; without
+    word probabilities the times are the same and the probability is None."""
+    words = dataclasses.replace(GREEDY, word_timestamps=True)
+    batch = tiny.transcribe_windows(clips[:3], options=words)
+    times_only = tiny.transcribe_windows(clips[:3], options=dataclasses.replace(words, word_probabilities=False))
+    for index, transcript in enumerate(batch):
+        alone = tiny.transcribe_windows([clips[index]], options=words)[0]
+        got = [w for s in transcript.segments for w in s.words]
+        expected = [w for s in alone.segments for w in s.words]
+        bare = [w for s in times_only[index].segments for w in s.words]
+        assert len(got) > 5
+        assert [w.text for w in got] == [w.text for w in expected] == [w.text for w in bare]
+        assert [t for w in got for t in (w.start_s, w.end_s)] == pytest.approx(
+            [t for w in expected for t in (w.start_s, w.end_s)], abs=1e-6
+        )
+        assert [t for w in bare for t in (w.start_s, w.end_s)] == pytest.approx(
+            [t for w in got for t in (w.start_s, w.end_s)], abs=1e-6
+        )
+        assert [w.probability for w in got] == pytest.approx([w.probability for w in expected], abs=1e-4)
+        assert all(0.0 < (w.probability or 0.0) <= 1.0 for w in got)
+        assert all(w.probability is None for w in bare)
 
 
 def test_goforward_gives_go_forward_ten_meters(tiny) -> None:

@@ -360,7 +360,13 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
 
     # ------------------------------------------------------------------ hooks
     def _transcribe_windows(
-        self, runtime: RuntimeT, windows: Sequence[Waveform], offsets_s: Sequence[float], options: OptionsT
+        self,
+        runtime: RuntimeT,
+        windows: Sequence[Waveform],
+        offsets_s: Sequence[float],
+        options: OptionsT,
+        *,
+        word_confidence: bool = True,
     ) -> Sequence[ASROutput]:
         """Transcribe independent windows of at most :attr:`max_window_s` as one batch.
 
@@ -370,6 +376,9 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
             offsets_s: where each window starts in its source, in seconds; every time in the
                 result is offset by it.
             options: the resolved options.
+            word_confidence: ``False`` when the caller keeps only the words' times (chunk segment
+                times without ``word_timestamps``): a model may then skip the words' confidence
+                (``None``) where computing it costs time.
 
         Returns:
             One output per window (``duration_s`` may be ``None``).
@@ -472,7 +481,9 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
         decoding = options
         if batch[0].is_chunk and not wants_words and isinstance(options, ASROptions):
             decoding = options.replace(word_timestamps=True)
-        results = self._transcribe_windows(runtime, [w.audio for w in batch], [w.start_s for w in batch], decoding)
+        results = self._transcribe_windows(
+            runtime, [w.audio for w in batch], [w.start_s for w in batch], decoding, word_confidence=wants_words
+        )
         decoded = []
         for window, result in zip(batch, results, strict=True):
             segments = clip_to_chunk(result, window.start_s, window.end_s)

@@ -52,14 +52,15 @@ class WordDraft:
         text: the word with its leading space and merged punctuation.
         tokens: its token ids.
         start_s, end_s: times in seconds.
-        probability: mean probability of its tokens under the teacher-forced decoder.
+        probability: mean probability of its tokens under the teacher-forced decoder (``None``: not
+            computed, see :func:`find_alignments`).
     """
 
     text: str
     tokens: list[int]
     start_s: float
     end_s: float
-    probability: float
+    probability: float | None
 
 
 @dataclasses.dataclass(slots=True)
@@ -128,49 +129,95 @@ def dtw_path(cost: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.int64], npt.
     return steps[:, 0], steps[:, 1]
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class AlignmentWindow:
+    """One window to align (see :func:`find_alignments`).
+
+    Attributes:
+        sot_sequence: the window's start sequence (no prompt).
+        text_tokens: its decoded text tokens (no timestamps).
+        num_frames: mel frames of real audio in the window (100 per second).
+        language: the window's language (words of unspaced languages are characters).
+    """
+
+    sot_sequence: tuple[int, ...]
+    text_tokens: tuple[int, ...]
+    num_frames: int
+    language: str | None
+
+
 @torch.inference_mode()
-def find_alignment(
+def find_alignments(
     model: Whisper,
     tokenizer: WhisperTokenizer,
-    audio_features: Tensor,
-    sot_sequence: Sequence[int],
-    text_tokens: Sequence[int],
-    num_frames: int,
+    cross: Sequence[tuple[Tensor, Tensor]],
+    windows: Sequence[AlignmentWindow],
     heads: Sequence[tuple[int, int]],
-    language: str | None,
-) -> list[WordDraft]:
-    """Steps 1-3 of the module docstring for one window.
+    *,
+    word_probabilities: bool = True,
+) -> list[list[WordDraft]]:
+    """Steps 1-3 of the module docstring for a batch of windows, in one teacher-forced decoder pass.
+
+    The windows' token sequences are right-padded to the longest (the causal self-attention keeps a
+    position from seeing those after it, so padding changes no real position) and decoded as one
+    batch over the cross-attention keys and values the decoding already computed.
 
     Args:
         model: the graph.
         tokenizer: its tokenizer.
-        audio_features: float (1, audio_context, W), the window's encoder output.
-        sot_sequence: the window's start sequence (no prompt).
-        text_tokens: its decoded text tokens (no timestamps).
-        num_frames: mel frames of real audio in the window (100 per second).
+        cross: the windows' cross-attention keys and values, one ``(key, value)`` per layer, each
+            (len(windows), heads, audio_context, head_width) (``model.decoder.cross_keys_values``).
+        windows: what to align in each window.
         heads: ``(layer, head)`` alignment heads.
-        language: the window's language (words of unspaced languages are characters).
+        word_probabilities: compute each word's mean token probability (a full-vocabulary softmax per
+            token); ``False`` leaves ``probability`` at ``None``.
 
     Returns:
-        Words with start and end in seconds from the window's start.
+        Per window, its words with start and end in seconds from the window's start (no words for a
+        window without text or with a single word-less token run).
     """
-    if not text_tokens:
-        return []
     special = tokenizer.special
-    tokens = [*sot_sequence, special.no_timestamps, *text_tokens, special.eot]
-    device = audio_features.device
-    state = model.decoder.init_state(audio_features, max_length=len(tokens))
-    hidden, scores = model.decode(torch.tensor([tokens], device=device), state, return_scores=True)
-    start = len(sot_sequence)
-    logits = model.decoder.logits(hidden[0, start : start + len(text_tokens)])[:, : special.eot]
-    probs = logits.softmax(dim=-1)[torch.arange(len(text_tokens)), torch.tensor(text_tokens)].tolist()
-    weights = torch.stack([scores[layer][0, head] for layer, head in heads]).float()
-    weights = weights[:, :, : max(1, num_frames // 2)].softmax(dim=-1)
+    sequences = [[*w.sot_sequence, special.no_timestamps, *w.text_tokens, special.eot] for w in windows]
+    active = [k for k, w in enumerate(windows) if w.text_tokens]
+    found: list[list[WordDraft]] = [[] for _ in windows]
+    if not active:
+        return found
+    length = max(len(sequences[k]) for k in active)
+    device = cross[0][0].device
+    tokens = torch.tensor([sequences[k] + [special.eot] * (length - len(sequences[k])) for k in active], device=device)
+    if len(active) < len(windows):
+        index = torch.tensor(active, device=device)
+        cross = [(key.index_select(0, index), value.index_select(0, index)) for key, value in cross]
+    state = model.decoder.init_state(max_length=length, cross=cross)
+    hidden, scores = model.decode(tokens, state, return_scores=True)
+    for row, k in enumerate(active):
+        window = windows[k]
+        start = len(window.sot_sequence)  # the <|notimestamps|> position predicts the first text token
+        count = len(window.text_tokens)
+        probs: list[float] = []
+        if word_probabilities:
+            logits = model.decoder.logits(hidden[row, start : start + count])[:, : special.eot]
+            probs = logits.softmax(dim=-1)[torch.arange(count), torch.tensor(window.text_tokens)].tolist()
+        weights = torch.stack([scores[layer][row, head, : len(sequences[k])] for layer, head in heads]).float()
+        found[k] = _words_from_weights(model, tokenizer, weights, window, probs if word_probabilities else None)
+    return found
+
+
+def _words_from_weights(
+    model: Whisper,
+    tokenizer: WhisperTokenizer,
+    weights: Tensor,
+    window: AlignmentWindow,
+    probs: list[float] | None,
+) -> list[WordDraft]:
+    """Steps 2-3 for one window: alignment-head scores (heads, tokens, audio_context) -> words."""
+    start = len(window.sot_sequence)
+    weights = weights[:, :, : max(1, window.num_frames // 2)].softmax(dim=-1)
     std, mean = torch.std_mean(weights, dim=-2, keepdim=True, unbiased=False)
     weights = median_filter((weights - mean) / std, MEDIAN_FILTER_WIDTH)
     matrix = weights.mean(dim=0)[start:-1]
     token_index, frame_index = dtw_path(-matrix.double().cpu().numpy())
-    words, word_tokens = tokenizer.split_to_word_tokens([*text_tokens, special.eot], language)
+    words, word_tokens = tokenizer.split_to_word_tokens([*window.text_tokens, tokenizer.special.eot], window.language)
     if len(word_tokens) <= 1:
         return []
     boundaries = np.concatenate([[0], np.cumsum([len(t) for t in word_tokens[:-1]])])
@@ -182,10 +229,46 @@ def find_alignment(
             tokens=list(ids),
             start_s=float(jump_times[boundaries[k]]),
             end_s=float(jump_times[boundaries[k + 1]]),
-            probability=float(np.mean(probs[boundaries[k] : boundaries[k + 1]])),
+            probability=None if probs is None else float(np.mean(probs[boundaries[k] : boundaries[k + 1]])),
         )
         for k, (word, ids) in enumerate(zip(words[:-1], word_tokens[:-1], strict=True))
     ]
+
+
+def find_alignment(
+    model: Whisper,
+    tokenizer: WhisperTokenizer,
+    audio_features: Tensor,
+    sot_sequence: Sequence[int],
+    text_tokens: Sequence[int],
+    num_frames: int,
+    heads: Sequence[tuple[int, int]],
+    language: str | None,
+    cross: Sequence[tuple[Tensor, Tensor]] | None = None,
+) -> list[WordDraft]:
+    """Steps 1-3 of the module docstring for one window (:func:`find_alignments` of one).
+
+    Args:
+        model: the graph.
+        tokenizer: its tokenizer.
+        audio_features: float (1, audio_context, W), the window's encoder output.
+        sot_sequence: the window's start sequence (no prompt).
+        text_tokens: its decoded text tokens (no timestamps).
+        num_frames: mel frames of real audio in the window (100 per second).
+        heads: ``(layer, head)`` alignment heads.
+        language: the window's language (words of unspaced languages are characters).
+        cross: the window's cross-attention keys and values if the decoding computed them already.
+
+    Returns:
+        Words with start and end in seconds from the window's start.
+    """
+    window = AlignmentWindow(
+        sot_sequence=tuple(sot_sequence), text_tokens=tuple(text_tokens), num_frames=num_frames, language=language
+    )
+    if cross is None:
+        with torch.inference_mode():
+            cross = model.decoder.cross_keys_values(audio_features)
+    return find_alignments(model, tokenizer, cross, [window], heads)[0]
 
 
 def merge_punctuations(
@@ -230,6 +313,7 @@ def add_word_timestamps(
     language: str | None,
     last_speech_s: float,
     segment_times_from_words: bool = False,
+    cross: Sequence[tuple[Tensor, Tensor]] | None = None,
 ) -> float:
     """Align the words of one window's segments and reconcile them with the segment times (step 4).
 
@@ -244,6 +328,47 @@ def add_word_timestamps(
             word's end, whatever its timestamp tokens said (for a window decoded without the text
             before it, whose timestamp tokens can fall on whole seconds); ``False``: the reference
             reconciliation (a word more than 0.5 s outside its segment's timestamps is pulled in).
+        cross: the window's cross-attention keys and values if the decoding computed them already.
+
+    Returns:
+        The end of the last word placed (``last_speech_s`` if none).
+    """
+    if not segments:
+        return last_speech_s
+    text_tokens = segment_text_tokens(segments, tokenizer)
+    words = find_alignment(
+        model, tokenizer, audio_features, sot_sequence, text_tokens, num_frames, heads, language, cross
+    )
+    return place_words(
+        segments, words, tokenizer=tokenizer, window_start_s=window_start_s, last_speech_s=last_speech_s,
+        step_s=model.config.time_precision_s, segment_times_from_words=segment_times_from_words,
+    )  # fmt: skip
+
+
+def segment_text_tokens(segments: Sequence[SegmentDraft], tokenizer: WhisperTokenizer) -> tuple[int, ...]:
+    """The text tokens of a window's segments, in order (timestamps and special tokens left out)."""
+    eot = tokenizer.special.eot
+    return tuple(t for segment in segments for t in segment.tokens if t < eot)
+
+
+def place_words(
+    segments: list[SegmentDraft],
+    words: list[WordDraft],
+    *,
+    tokenizer: WhisperTokenizer,
+    window_start_s: float,
+    last_speech_s: float,
+    step_s: float,
+    segment_times_from_words: bool = False,
+) -> float:
+    """Step 4 for one window: put its aligned words into its segments (see :func:`add_word_timestamps`).
+
+    Args:
+        segments: the window's segments; their ``words`` are filled, their times may move.
+        words: the window's words from :func:`find_alignments`, times from the window's start.
+        tokenizer: the tokenizer (for the end-of-text id).
+        window_start_s, last_speech_s, segment_times_from_words: see :func:`add_word_timestamps`.
+        step_s: one encoder position, in seconds (``config.time_precision_s``).
 
     Returns:
         The end of the last word placed (``last_speech_s`` if none).
@@ -252,8 +377,6 @@ def add_word_timestamps(
         return last_speech_s
     eot = tokenizer.special.eot
     per_segment = [[t for t in segment.tokens if t < eot] for segment in segments]
-    text_tokens = [t for tokens in per_segment for t in tokens]
-    words = find_alignment(model, tokenizer, audio_features, sot_sequence, text_tokens, num_frames, heads, language)
     durations = np.array([w.end_s - w.start_s for w in words])
     durations = durations[durations.nonzero()]
     median = min(MAX_MEDIAN_DURATION_S, float(np.median(durations))) if len(durations) else 0.0
@@ -304,7 +427,7 @@ def add_word_timestamps(
                     last.end_s = max(last.start_s + median, segment.end_s)
                 else:
                     segment.end_s = last.end_s
-            separate_words(placed, step_s=model.config.time_precision_s)
+            separate_words(placed, step_s=step_s)
             if segment_times_from_words:
                 segment.start_s, segment.end_s = first.start_s, last.end_s
             last_speech_s = segment.end_s
@@ -338,12 +461,16 @@ __all__ = [
     "MEDIAN_FILTER_WIDTH",
     "PREPEND_PUNCTUATIONS",
     "SENTENCE_END_MARKS",
+    "AlignmentWindow",
     "SegmentDraft",
     "WordDraft",
     "add_word_timestamps",
     "dtw_path",
     "find_alignment",
+    "find_alignments",
     "median_filter",
     "merge_punctuations",
+    "place_words",
+    "segment_text_tokens",
     "separate_words",
 ]

@@ -70,6 +70,9 @@ class DecodingOptions:
         condition_on_previous_text: give each window of a long file the text so far as its prompt.
         prompt_reset_on_temperature: stop conditioning after a window decoded above this temperature.
         word_timestamps: add word timings from the cross-attention alignment heads.
+        word_probabilities: with ``word_timestamps``, also each word's probability (a softmax over the
+            vocabulary at every text token); ``False`` times the words only (their probability is
+            ``None``), for callers that want the times and drop the words.
         max_new_tokens: most tokens sampled per window (default ``text_context // 2``).
         seed: seed of the sampler used at temperatures above 0 (results are reproducible).
     """
@@ -91,6 +94,7 @@ class DecodingOptions:
     condition_on_previous_text: bool = True
     prompt_reset_on_temperature: float = 0.5
     word_timestamps: bool = False
+    word_probabilities: bool = True
     max_new_tokens: int | None = None
     seed: int = 0
 
@@ -180,34 +184,66 @@ class _TimestampRules:
         self.eot = tokenizer.special.eot
         self.no_timestamps = tokenizer.special.no_timestamps
         self.max_initial_index = max_initial_index
+        self._cached_positions: Tensor | None = None
 
-    def apply(self, logits: Tensor, sampled: Sequence[Sequence[int]]) -> None:
-        begin = self.begin
-        logits[:, self.no_timestamps] = -math.inf
-        for row, seq in enumerate(sampled):
+    def apply(self, logits: Tensor, sampled: Sequence[Sequence[int]]) -> Tensor:
+        """Mask ``logits`` (rows, vocab) in place for the rows' tokens so far; return their log-probabilities.
+
+        The per-row rules become one boolean mask (a range of forbidden text tokens and a range of
+        forbidden timestamps per row) filled in one call, instead of slice assignments row by row.
+        """
+        begin, eot = self.begin, self.eot
+        vocab = logits.shape[-1]
+        text_end: list[int] = []  # tokens [0, text_end) are forbidden
+        time_start: list[int] = []  # tokens [time_start, time_end) are forbidden
+        time_end: list[int] = []
+        for seq in sampled:
             if not seq:
-                logits[row, :begin] = -math.inf
-                logits[row, begin + self.max_initial_index + 1 :] = -math.inf
+                text_end.append(begin)
+                time_start.append(begin + self.max_initial_index + 1)
+                time_end.append(vocab)
                 continue
             last_is_time = seq[-1] >= begin
             penultimate_is_time = len(seq) < 2 or seq[-2] >= begin
+            text = 0
+            low, high = begin, begin
             if last_is_time:
                 if penultimate_is_time:
-                    logits[row, begin:] = -math.inf
+                    high = vocab
                 else:
-                    logits[row, : self.eot] = -math.inf
+                    text = eot
             last_time = next((t for t in reversed(seq) if t >= begin), None)
             if last_time is not None:
                 # Timestamps never decrease; a closing timestamp may repeat the opening one's value
                 # only directly (empty segments are forbidden by the pairing rule above).
                 limit = last_time if last_is_time and not penultimate_is_time else last_time + 1
-                logits[row, begin:limit] = -math.inf
+                high = max(high, limit)
+            text_end.append(text)
+            time_start.append(low)
+            time_end.append(high)
+        positions = self._positions(vocab, logits.device)
+        device = logits.device
+        forbidden = (positions < torch.tensor(text_end, device=device)[:, None]) | (
+            (positions >= torch.tensor(time_start, device=device)[:, None])
+            & (positions < torch.tensor(time_end, device=device)[:, None])
+        )
+        forbidden[:, self.no_timestamps] = True
+        logits.masked_fill_(forbidden, -math.inf)
         logprobs = F.log_softmax(logits, dim=-1)
         time_mass = logprobs[:, begin:].logsumexp(dim=-1)
         best_text = logprobs[:, :begin].amax(dim=-1)
         rows = (time_mass > best_text).nonzero().flatten()
         if rows.numel():
             logits[rows, :begin] = -math.inf
+            logprobs = F.log_softmax(logits, dim=-1)
+        return logprobs
+
+    def _positions(self, vocab: int, device: torch.device) -> Tensor:
+        """``arange(vocab)`` as a (1, vocab) row on ``device``, built once."""
+        cached = self._cached_positions
+        if cached is None or cached.shape[1] != vocab or cached.device != device:
+            cached = self._cached_positions = torch.arange(vocab, device=device)[None, :]
+        return cached
 
 
 @dataclasses.dataclass(slots=True)
@@ -296,12 +332,14 @@ class WhisperDecoder:
     @torch.inference_mode()
     def decode(
         self, audio_features: Tensor, initial: Sequence[Sequence[int]], options: DecodingOptions, temperature: float,
-        generator: torch.Generator | None = None,
+        generator: torch.Generator | None = None, cross: Sequence[tuple[Tensor, Tensor]] | None = None,
     ) -> list[DecodingResult]:  # fmt: skip
         """Decode each window once at ``temperature`` (rules 2-5).
 
         Args:
             audio_features: float (windows, audio_context, W).
+            cross: the windows' cross-attention keys and values if already computed
+                (``model.decoder.cross_keys_values(audio_features)``), else computed here.
             initial: per window its decoder input (:meth:`initial_tokens`), all of the same length.
             options: beam size, samples, timestamps and limits.
             temperature: 0 for greedy / beam search, above 0 for sampling ``best_of`` candidates.
@@ -334,7 +372,7 @@ class WhisperDecoder:
         sot_index = list(initial[0]).index(special.sot)
         rows = windows * group
         tokens = torch.tensor(initial, dtype=torch.long, device=device).repeat_interleave(group, dim=0)
-        state = self.model.decoder.init_state(audio_features, group_size=group, max_length=max_length)
+        state = self.model.decoder.init_state(audio_features, group_size=group, max_length=max_length, cross=cross)
         hidden, _ = self.model.decode(tokens, state)
         first = self.model.decoder.logits(hidden[:, [sot_index, -1]])
         no_speech = first[::group, 0].softmax(dim=-1)[:, special.no_speech].tolist()
@@ -346,6 +384,7 @@ class WhisperDecoder:
         sampled: list[list[int]] = [[] for _ in range(rows)]
         sum_logprobs = torch.zeros(rows, dtype=torch.float64)
         done = [False] * rows
+        active = torch.ones(rows, dtype=torch.bool)  # ``not done``, as a mask for the log-probability sums
         beams = [_Beam() for _ in range(windows)] if beam else []
         max_candidates = round(options.beam_size * options.patience)
         step = 0
@@ -354,8 +393,9 @@ class WhisperDecoder:
             if step == 0 and options.suppress_blank:
                 logits[:, self.begin_suppress] = -math.inf
             if timestamp_rules is not None:
-                timestamp_rules.apply(logits, sampled)
-            logprobs = F.log_softmax(logits, dim=-1)
+                logprobs = timestamp_rules.apply(logits, sampled)
+            else:
+                logprobs = F.log_softmax(logits, dim=-1)
             if beam:
                 next_tokens, source_rows = self._beam_step(
                     logprobs, sampled, sum_logprobs, beams, group, max_candidates
@@ -368,7 +408,6 @@ class WhisperDecoder:
                     chosen = torch.multinomial((logits / temperature).softmax(dim=-1), 1, generator=generator)[:, 0]
                 else:
                     chosen = logits.argmax(dim=-1)
-                active = torch.tensor([not finished_row for finished_row in done])
                 chosen_logprobs = logprobs.gather(1, chosen[:, None])[:, 0].double().cpu()
                 sum_logprobs += torch.where(active, chosen_logprobs, 0.0)
                 next_tokens = chosen.tolist()
@@ -378,6 +417,7 @@ class WhisperDecoder:
                         continue
                     if token == special.eot:
                         done[row] = True
+                        active[row] = False
                     else:
                         sampled[row].append(token)
                 finished = all(done)
@@ -495,12 +535,14 @@ class WhisperDecoder:
 
     def decode_with_fallback(
         self, audio_features: Tensor, initial: Sequence[Sequence[int]], options: DecodingOptions,
-        generator: torch.Generator | None = None,
+        generator: torch.Generator | None = None, cross: Sequence[tuple[Tensor, Tensor]] | None = None,
     ) -> list[DecodingResult]:  # fmt: skip
         """Decode each window, falling back to higher temperatures per window (rule 6).
 
         Args:
             audio_features: float (windows, audio_context, W).
+            cross: the windows' cross-attention keys and values (``model.decoder.cross_keys_values``),
+                computed here once if not given and reused at every temperature.
             initial: per window its decoder input, all of one length.
             options: temperatures, thresholds, beam size and samples.
             generator: random source for the sampling temperatures.
@@ -512,13 +554,17 @@ class WhisperDecoder:
         tried: list[list[DecodingResult]] = [[] for _ in range(windows)]
         final: list[DecodingResult | None] = [None] * windows
         pending = list(range(windows))
+        if cross is None:
+            cross = self.model.decoder.cross_keys_values(audio_features)
         for temperature in options.temperatures:
             if not pending:
                 break
             index = torch.tensor(pending, device=audio_features.device)
+            subset = cross if len(pending) == windows else [(k[index], v[index]) for k, v in cross]
             results = self.decode(
-                audio_features.index_select(0, index), [initial[i] for i in pending], options, temperature, generator
-            )
+                audio_features.index_select(0, index), [initial[i] for i in pending], options, temperature, generator,
+                cross=subset,
+            )  # fmt: skip
             still = []
             for window, result in zip(pending, results, strict=True):
                 tried[window].append(result)

@@ -22,6 +22,7 @@ keys and values: their queries are stacked into one attention call instead of co
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import cast
 
 import torch
@@ -314,35 +315,64 @@ class TextDecoder(nn.Module):
         if type(self.output) is nn.Linear:
             object.__setattr__(self.output, "weight", self.token_embedding.weight)
 
-    def init_state(self, audio_features: Tensor, *, group_size: int = 1, max_length: int | None = None) -> DecoderState:
-        """Compute the cross-attention keys and values once and allocate the self-attention cache.
+    def cross_keys_values(self, audio_features: Tensor) -> list[tuple[Tensor, Tensor]]:
+        """Every layer's cross-attention keys and values of the audio features (once per audio window).
 
         Args:
             audio_features: float (windows, audio_context, W) from :class:`AudioEncoder`.
-            group_size: token rows per window (beam size or samples); the state holds
-                ``windows * group_size`` rows.
-            max_length: most positions the self-attention cache holds (default ``text_context``).
 
         Returns:
-            A fresh :class:`DecoderState` (length 0).
+            One ``(key, value)`` per layer, each float (windows, heads, audio_context, head_width) in
+            the weights' dtype; rows of windows can be picked with ``index_select(0, ...)`` and
+            handed to :meth:`init_state` again (decoding, a fallback temperature, word alignment).
         """
         # Features in the weights' dtype (a dtype pass hands float32 back from the encoder).
         audio_features = audio_features.to(self.token_embedding.weight.dtype)
-        windows = audio_features.shape[0]
+        return [cast(DecoderBlock, block).cross_attn.keys_values(audio_features) for block in self.blocks]
+
+    def init_state(
+        self,
+        audio_features: Tensor | None = None,
+        *,
+        group_size: int = 1,
+        max_length: int | None = None,
+        cross: Sequence[tuple[Tensor, Tensor]] | None = None,
+    ) -> DecoderState:
+        """Allocate the self-attention cache around the cross-attention keys and values.
+
+        Args:
+            audio_features: float (windows, audio_context, W) from :class:`AudioEncoder`; its keys
+                and values are computed here unless ``cross`` gives them.
+            group_size: token rows per window (beam size or samples); the state holds
+                ``windows * group_size`` rows.
+            max_length: most positions the self-attention cache holds (default ``text_context``).
+            cross: keys and values already computed by :meth:`cross_keys_values` (not recomputed).
+
+        Returns:
+            A fresh :class:`DecoderState` (length 0).
+
+        Raises:
+            InferenceOptionError: with neither ``audio_features`` nor ``cross``, or a ``cross`` of
+                another number of layers.
+        """
+        if cross is None:
+            if audio_features is None:
+                raise InferenceOptionError(
+                    "Whisper decoder state needs the audio features or their cross-attention keys and values; "
+                    "pass audio_features= or cross= (from cross_keys_values)"
+                )
+            cross = self.cross_keys_values(audio_features)
+        if len(cross) != len(self.blocks):
+            raise InferenceOptionError(
+                f"Whisper decoder has {len(self.blocks)} layers, got cross-attention keys and values for "
+                f"{len(cross)}; compute them with this decoder's cross_keys_values"
+            )
+        key = cross[0][0]
+        windows = key.shape[0]
         length = self.positional_embedding.shape[0] if max_length is None else max_length
         width = self.positional_embedding.shape[1]
         shape = (windows * group_size, self.heads, length, width // self.heads)
-        layers = []
-        for block in self.blocks:
-            key, value = cast(DecoderBlock, block).cross_attn.keys_values(audio_features)
-            layers.append(
-                LayerCache(
-                    audio_features.new_zeros(shape),
-                    audio_features.new_zeros(shape),
-                    key,
-                    value,
-                )
-            )
+        layers = [LayerCache(key.new_zeros(shape), key.new_zeros(shape), k, v) for k, v in cross]
         return DecoderState(layers, group_size)
 
     def forward(

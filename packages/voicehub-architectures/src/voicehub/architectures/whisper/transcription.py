@@ -29,7 +29,14 @@ import torch
 from torch import Tensor
 
 from voicehub.architectures.errors import DecodingOptionError
-from voicehub.architectures.whisper.alignment import SegmentDraft, add_word_timestamps
+from voicehub.architectures.whisper.alignment import (
+    AlignmentWindow,
+    SegmentDraft,
+    add_word_timestamps,
+    find_alignments,
+    place_words,
+    segment_text_tokens,
+)
 from voicehub.architectures.whisper.audio import (
     as_waveform_batch,
     log_mel_spectrogram,
@@ -56,13 +63,14 @@ class WhisperWord:
     Attributes:
         start_s, end_s: seconds from the start of the source audio.
         text: the word as written, with its leading space and attached punctuation.
-        probability: mean probability of its tokens, in [0, 1].
+        probability: mean probability of its tokens, in [0, 1]; ``None`` when not computed
+            (``DecodingOptions.word_probabilities=False``).
     """
 
     start_s: float
     end_s: float
     text: str
-    probability: float
+    probability: float | None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -281,29 +289,49 @@ class WhisperTranscriber:
         prompt = self.decoder.prompt_tokens(options.initial_prompt)
         initial = [self.decoder.initial_tokens(language, options, prompt) for language, _ in languages]
         generator = torch.Generator().manual_seed(options.seed)
-        results = self.decoder.decode_with_fallback(features, initial, options, generator)
-        transcripts = []
+        cross = self.model.decoder.cross_keys_values(features)
+        results = self.decoder.decode_with_fallback(features, initial, options, generator, cross=cross)
+        drafts: list[list[SegmentDraft]] = []
         for index, (result, offset) in enumerate(zip(results, offsets_s, strict=True)):
-            language, probability = languages[index]
             num_frames = min(WINDOW_NUM_FRAMES, samples[index].shape[0] // HOP_LENGTH)
+            silent = self.decoder.is_silent(result, options)
+            drafts.append([] if silent else self._window_segments(result.tokens, float(offset), num_frames))
+        if options.word_timestamps:
+            self._align_windows(drafts, samples, offsets_s, languages, options, cross)
+        transcripts = []
+        for index, result in enumerate(results):
+            language, probability = languages[index]
             duration_s = samples[index].shape[0] / SAMPLE_RATE
-            segments: list[WhisperSegment] = []
-            if not self.decoder.is_silent(result, options):
-                drafts = self._window_segments(result.tokens, float(offset), num_frames)
-                if options.word_timestamps:
-                    add_word_timestamps(
-                        drafts, model=self.model, tokenizer=self.tokenizer, audio_features=features[index : index + 1],
-                        sot_sequence=self.tokenizer.sot_sequence(language, options.task), window_start_s=float(offset),
-                        num_frames=num_frames, heads=self.heads, language=language, last_speech_s=float(offset),
-                        segment_times_from_words=True,
-                    )  # fmt: skip
-                segments = [s for d in drafts if (s := self._finish(d, result)) is not None]
+            segments = [s for d in drafts[index] if (s := self._finish(d, result)) is not None]
             transcripts.append(
                 WhisperTranscript(
                     segments=tuple(segments), language=language, language_probability=probability, duration_s=duration_s
                 )
             )
         return transcripts
+
+    def _align_windows(
+        self, drafts: list[list[SegmentDraft]], samples: Sequence[Tensor], offsets_s: Sequence[float],
+        languages: Sequence[tuple[str, float]], options: DecodingOptions, cross: Sequence[tuple[Tensor, Tensor]],
+    ) -> None:  # fmt: skip
+        """Time the words of every window's segments in one alignment pass; segments span their words."""
+        windows = [
+            AlignmentWindow(
+                sot_sequence=tuple(self.tokenizer.sot_sequence(language, options.task)),
+                text_tokens=segment_text_tokens(segments, self.tokenizer),
+                num_frames=min(WINDOW_NUM_FRAMES, window.shape[0] // HOP_LENGTH),
+                language=language,
+            )
+            for segments, window, (language, _) in zip(drafts, samples, languages, strict=True)
+        ]
+        words = find_alignments(
+            self.model, self.tokenizer, cross, windows, self.heads, word_probabilities=options.word_probabilities
+        )
+        for segments, found, offset in zip(drafts, words, offsets_s, strict=True):
+            place_words(
+                segments, found, tokenizer=self.tokenizer, window_start_s=float(offset), last_speech_s=float(offset),
+                step_s=self.model.config.time_precision_s, segment_times_from_words=True,
+            )  # fmt: skip
 
     def _window_segments(self, tokens: Sequence[int], offset_s: float, num_frames: int) -> list[SegmentDraft]:
         """All segments of an independent window: the complete ones and the unfinished tail."""
@@ -396,7 +424,8 @@ class WhisperTranscriber:
             else:
                 features = self._encode(pad_or_trim_frames(mel[..., seek : seek + size]))
             initial = self.decoder.initial_tokens(language, options, all_tokens[prompt_start:])
-            result = self.decoder.decode_with_fallback(features, [initial], options, generator)[0]
+            cross = self.model.decoder.cross_keys_values(features)
+            result = self.decoder.decode_with_fallback(features, [initial], options, generator, cross=cross)[0]
             if self.decoder.is_silent(result, options):
                 seek += size
                 yielded = True
@@ -408,7 +437,7 @@ class WhisperTranscriber:
                 last_speech_s = add_word_timestamps(
                     split.segments, model=self.model, tokenizer=self.tokenizer, audio_features=features,
                     sot_sequence=sot_sequence, window_start_s=window_start_s, num_frames=size, heads=self.heads,
-                    language=language, last_speech_s=last_speech_s,
+                    language=language, last_speech_s=last_speech_s, cross=cross,
                 )  # fmt: skip
                 last_word_end = next((w.end_s for s in reversed(split.segments) for w in reversed(s.words)), None)
                 if not split.single_timestamp_ending and last_word_end is not None and last_word_end > window_start_s:

@@ -147,6 +147,8 @@ class MoonshineASRModel(PreTrainedASRModel[ASRMoonshineConfig, ASRMoonshineOptio
         windows: Sequence[Waveform],
         offsets_s: Sequence[float],
         options: ASRMoonshineOptions,
+        *,
+        word_confidence: bool = True,
     ) -> list[ASROutput]:
         model = runtime.module
         device = model.decoder.embed_tokens.weight.device

@@ -11,7 +11,7 @@ under ``whisper/``).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +91,7 @@ def _segment(segment: WhisperSegment, language: str, limit_s: float) -> ASRSegme
             text=word.text.strip(),
             start_s=min(max(word.start_s, start_s), end_s),
             end_s=min(max(word.end_s, word.start_s, start_s), end_s),
-            confidence=min(max(word.probability, 0.0), 1.0),
+            confidence=None if word.probability is None else min(max(word.probability, 0.0), 1.0),
         )
         for word in segment.words
         if word.text.strip()
@@ -205,8 +205,10 @@ class WhisperASRModel(PreTrainedASRModel[ASRWhisperConfig, ASRWhisperOptions, Wh
         windows: Sequence[Waveform],
         offsets_s: Sequence[float],
         options: ASRWhisperOptions,
+        *,
+        word_confidence: bool = True,
     ) -> list[ASROutput]:
-        decoding = decoding_options(options)
+        decoding = replace(decoding_options(options), word_probabilities=word_confidence)
         transcriber = runtime.transcriber()
         transcripts = transcriber.transcribe_windows([w.samples for w in windows], list(offsets_s), decoding)
         metadata = self._metadata(runtime)
