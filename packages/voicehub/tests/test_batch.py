@@ -7,6 +7,7 @@ The corpus is 200 real clips cut at test time from the LibriVox and synthetic te
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -27,7 +28,7 @@ from voicehub.batch._local import forks_from_driver
 from voicehub.batch.corpus import plan_batches
 from voicehub.core.audio import load_audio
 from voicehub.core.errors import OutputPathError
-from voicehub.errors import BatchInputError, BatchItemError, UnpicklableModelError
+from voicehub.errors import BatchInputError, BatchItemError, BatchResumeMismatchError, UnpicklableModelError
 
 ROOT = Path(__file__).resolve().parents[3]
 SOURCES = sorted((ROOT / "tests" / "data" / "librivox").glob("*.wav")) + sorted(
@@ -294,6 +295,24 @@ def test_an_output_with_parts_is_refused_without_resume_and_with_other_steps(tmp
         map_corpus([clip], ["vad"], output=tmp_path / "out", resume=False)
     with pytest.raises(OutputPathError, match=r"holds columns .* this job writes"):
         map_corpus([clip], ["embed"], output=tmp_path / "out")
+
+
+def test_a_resume_with_other_options_is_refused_and_the_summary_records_the_models(tmp_path: Path) -> None:
+    clips = [str(SOURCES[0]), str(SOURCES[1])]
+    model = AutoModel.from_pretrained(model_type="vad_silero", device="cpu")
+    summary = map_corpus(clips[:1], [model], output=tmp_path / "out", workers=1)
+    ((recorded,),) = [json.loads((tmp_path / "out" / SUMMARY_FILE_NAME).read_text())["models"]]
+    assert (recorded["step"], recorded["model_type"], recorded["options"]["threshold"]) == ("vad", "vad_silero", 0.5)
+    assert summary.models[0]["source"] == "dist:silero-vad/silero_vad/data/silero_vad.jit"
+    options = dataclasses.replace(model.default_options, threshold=0.6)
+    stricter = type(model)(model.config, source=model.source, device="cpu", options=options)
+    refused = r"steps\[0\]\.options\.threshold: saved 0\.5, now 0\.6"
+    with pytest.raises(BatchResumeMismatchError, match=refused) as caught:
+        map_corpus(clips, [stricter], output=tmp_path / "out", workers=1)
+    assert caught.value.differences == (("steps[0].options.threshold", 0.5, 0.6),)
+    assert read_output(tmp_path / "out").column("path").to_pylist() == clips[:1]  # refused before any work
+    again = map_corpus(clips, [model], output=tmp_path / "out", workers=1)  # the same model resumes
+    assert (again.skipped_files, again.processed_files, again.files) == (1, 1, 2)
 
 
 def test_batches_go_longest_first_and_shrink_so_the_workers_finish_together(tmp_path: Path) -> None:

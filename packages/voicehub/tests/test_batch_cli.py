@@ -41,3 +41,18 @@ def test_batch_embed_refuses_a_model_of_another_task(tmp_path: Path) -> None:
         main, ["batch", "embed", str(CLIPS[0]), "--output", str(tmp_path), "--model", "vad_silero"]
     )
     assert result.exit_code != 0 and "vad_silero" in result.output
+
+
+def test_batch_resume_with_another_model_is_refused_before_any_work(tmp_path: Path) -> None:
+    output = tmp_path / "out"
+    args = ["batch", "vad", "--output", str(output), "--workers", "1", "--no-progress", "--device", "cpu"]
+    first = CliRunner().invoke(main, [*args[:2], str(CLIPS[0]), str(CLIPS[1]), *args[2:]])
+    assert first.exit_code == 0, first.output
+    parts = sorted(output.glob("part-*.parquet"))
+    other = CliRunner().invoke(main, [*args[:2], *map(str, CLIPS), *args[2:], "--model", "vad_webrtc"])
+    assert other.exit_code == 1
+    assert "BatchResumeMismatchError" not in other.stderr  # a clean message, not a traceback
+    assert "steps[0].model_type: saved 'vad_silero', now 'vad_webrtc'" in other.stderr
+    assert "steps[0].source: saved 'dist:silero-vad/silero_vad/data/silero_vad.jit', now None" in other.stderr
+    assert sorted(output.glob("part-*.parquet")) == parts  # nothing ran: the third clip was not written
+    assert read_output(output).column("path").to_pylist() == sorted(map(str, CLIPS[:2]))

@@ -5,13 +5,19 @@ Layout of ``output/``::
     part-000000.parquet   one part per finished batch (rows of the worker's schema)
     part-000001.parquet
     ...
-    summary.json          files, audio hours, failures and this run's throughput
+    summary.json          files, audio hours, failures, the steps' models and this run's throughput
 
 Each part is written to a hidden temporary file in the same directory, flushed to disk, then
 renamed into place (``os.replace``), so a part is either complete or absent: a job killed at any
 moment leaves whole parts and, at worst, a stray ``.part-*.tmp`` that the next run deletes. Only
 the driver writes, so a path is written once per run; with ``resume=True`` the paths already in
 the parts are skipped, so a killed and restarted job writes every input exactly once.
+
+Every part records what made it in its Parquet schema metadata (key :data:`STEPS_METADATA_KEY`:
+per step the model type, checkpoint source, config, inference options and optimization plan, see
+:func:`~voicehub.batch._worker.describe_steps`); a job that resumes into the directory with other
+ones is refused with :class:`~voicehub.errors.BatchResumeMismatchError` before any work, so an
+output never mixes rows of two models.
 """
 
 from __future__ import annotations
@@ -26,12 +32,16 @@ from typing import TYPE_CHECKING
 
 from voicehub.core.errors import OutputPathError
 from voicehub.core.files import check_output_directory
+from voicehub.errors import BatchResumeMismatchError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 SUMMARY_FILE_NAME = "summary.json"
 """The job summary inside the output directory."""
+
+STEPS_METADATA_KEY = b"voicehub.batch.steps"
+"""The Parquet schema metadata key of each part: the JSON list of the steps that wrote it."""
 
 _PART = re.compile(r"^part-(\d{6,})\.parquet$")
 
@@ -56,6 +66,8 @@ class BatchSummary:
         engine: ``"local"`` or ``"ray"``.
         workers: worker processes (or Ray actors).
         steps: the step names, in order.
+        models: per step what made its results (model type, checkpoint source, config,
+            options, optimization plan; :func:`~voicehub.batch._worker.describe_steps`).
         schema_version: version of this record's JSON layout.
     """
 
@@ -73,6 +85,7 @@ class BatchSummary:
     engine: str
     workers: int
     steps: tuple[str, ...]
+    models: tuple[dict[str, object], ...] = ()
     schema_version: int = 1
 
     def to_dict(self) -> dict[str, object]:
@@ -92,19 +105,26 @@ class PartWriter:
     Args:
         output: the output directory (created if missing).
         schema: the table schema every part has.
+        steps: what makes the results (:func:`~voicehub.batch._worker.describe_steps`), written
+            into every part's metadata and compared with the parts already there.
         resume: read the paths of the parts already there (else the directory must hold no part).
 
     Raises:
         OutputPathError: when ``output`` cannot be a directory, or holds parts while ``resume`` is
             false, or holds a part written with other steps (other columns).
+        BatchResumeMismatchError: when a part there was written by other models, checkpoints or
+            options (or records none).
     """
 
-    def __init__(self, output: str | os.PathLike[str], schema: pa.Schema, *, resume: bool) -> None:
+    def __init__(
+        self, output: str | os.PathLike[str], schema: pa.Schema, *, steps: Sequence[dict[str, object]], resume: bool
+    ) -> None:
         import pyarrow.parquet as pq
 
         self.output = check_output_directory(output, what="batch output directory")
         self.output.mkdir(parents=True, exist_ok=True)
-        self.schema = schema
+        self.steps = json.loads(json.dumps(list(steps)))
+        self.schema = schema.with_metadata({STEPS_METADATA_KEY: json.dumps(self.steps, sort_keys=True).encode()})
         for stray in self.output.glob(".part-*.tmp"):  # left by a killed run: never renamed, so never counted
             stray.unlink()
         parts = self.parts()
@@ -124,10 +144,18 @@ class PartWriter:
                     f"steps, or write into another directory",
                     path=part,
                 )
+            self._check_steps(part, found)
             written = pq.read_table(part, columns=["path", "duration_s"]).to_pydict()
             self._done_s.update(zip(written["path"], (d or 0.0 for d in written["duration_s"]), strict=True))
         self.done.update(self._done_s)
         self._next = max((int(_PART.match(p.name).group(1)) for p in parts), default=-1) + 1  # type: ignore[union-attr]
+
+    def _check_steps(self, part: Path, found: pa.Schema) -> None:
+        recorded = (found.metadata or {}).get(STEPS_METADATA_KEY)
+        saved = json.loads(recorded) if recorded is not None else None
+        differences = tuple(_differences(saved, self.steps, "steps"))
+        if differences:
+            raise BatchResumeMismatchError(self.output, differences)
 
     def parts(self) -> list[Path]:
         """The finished parts, in order."""
@@ -183,6 +211,20 @@ class PartWriter:
         return target
 
 
+def _differences(saved: object, now: object, prefix: str) -> list[tuple[str, object, object]]:
+    """``(key, saved, now)`` for each leaf where the two JSON values differ (keys dotted, list items indexed)."""
+    if isinstance(saved, dict) and isinstance(now, dict):
+        return [
+            difference
+            for key in sorted(set(saved) | set(now))
+            for difference in _differences(saved.get(key), now.get(key), f"{prefix}.{key}")
+        ]
+    if isinstance(saved, list) and isinstance(now, list) and len(saved) == len(now):
+        pairs = enumerate(zip(saved, now, strict=True))
+        return [difference for i, (a, b) in pairs for difference in _differences(a, b, f"{prefix}[{i}]")]
+    return [] if saved == now else [(prefix, saved, now)]
+
+
 def read_output(output: str | os.PathLike[str], columns: Sequence[str] | None = None) -> pa.Table:
     """Every part of a job's output as one table, sorted by ``path``.
 
@@ -200,4 +242,4 @@ def read_output(output: str | os.PathLike[str], columns: Sequence[str] | None = 
     return table.sort_by("path")
 
 
-__all__ = ["SUMMARY_FILE_NAME", "BatchSummary", "PartWriter", "read_output"]
+__all__ = ["STEPS_METADATA_KEY", "SUMMARY_FILE_NAME", "BatchSummary", "PartWriter", "read_output"]
