@@ -315,6 +315,29 @@ def test_a_resume_with_other_options_is_refused_and_the_summary_records_the_mode
     assert (again.skipped_files, again.processed_files, again.files) == (1, 1, 2)
 
 
+def test_a_resumed_job_runs_failed_inputs_again_and_their_new_row_supersedes_the_error(tmp_path: Path) -> None:
+    clip, empty = str(SOURCES[1]), tmp_path / "late.wav"
+    empty.write_bytes(b"")  # not written yet when the first run read it
+    first = map_corpus([clip, str(empty)], ["vad"], output=tmp_path / "out", workers=1)
+    assert (first.files, first.failures, first.retried_files) == (2, 1, 0)
+    kept = map_corpus([clip, str(empty)], ["vad"], output=tmp_path / "out", workers=1, retry_failed=False)
+    assert (kept.processed_files, kept.skipped_files, kept.failures) == (0, 2, 1)
+    sf.write(empty, load_audio(clip, target_sample_rate=16000).samples, 16000)  # the file is fixed
+    started: list[tuple[int, int, float]] = []
+    again = map_corpus(
+        [clip, str(empty)], ["vad"], output=tmp_path / "out", workers=1, on_start=lambda *c: started.append(c)
+    )
+    assert (again.processed_files, again.skipped_files, again.retried_files) == (1, 1, 1)
+    assert (again.files, again.failures) == (2, 0) and started[0][:2] == (2, 1)
+    assert len(list((tmp_path / "out").glob("part-*.parquet"))) == 2  # the error row stays, superseded
+    rows = read_output(tmp_path / "out").to_pylist()
+    assert [row["path"] for row in rows] == sorted([clip, str(empty)])  # one row per input: the last written
+    assert all(row["error"] is None for row in rows)
+    assert rows[0]["vad_segments"] == rows[1]["vad_segments"] and rows[0]["vad_segments"]  # the same audio
+    assert read_output(tmp_path / "out", columns=["error"]).column_names == ["error"]
+    assert map_corpus([clip, str(empty)], ["vad"], output=tmp_path / "out", workers=1).processed_files == 0
+
+
 def test_batches_go_longest_first_and_shrink_so_the_workers_finish_together(tmp_path: Path) -> None:
     sizes = [50, 400, 50, 50, 400, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 50]  # bytes: the work scales with them
     paths = []

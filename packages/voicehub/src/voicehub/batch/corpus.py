@@ -130,6 +130,7 @@ def map_corpus(
     batch_size: int = 16,
     on_error: OnError = "record",
     resume: bool = True,
+    retry_failed: bool = True,
     address: str | None = None,
     device: DeviceLike = "cpu",
     progress: ProgressCallback | None = None,
@@ -160,6 +161,10 @@ def map_corpus(
         resume: skip the inputs the parts in ``output`` already hold; with ``False`` an
             ``output`` that holds parts is refused. The parts record what made them (model type,
             checkpoint source, config, options, plan per step); resuming with other ones is refused.
+        retry_failed: with ``resume``, run again the inputs whose row in ``output`` holds an
+            error (a file fixed since, a transient failure); the new row supersedes the error
+            row (:func:`~voicehub.batch.read_output` gives the last row of each input). ``False``
+            skips them like the inputs that succeeded.
         address: the Ray cluster to join (``"auto"`` for ``ray start``'s); ``ray`` only.
         device: where the step-name steps' default models run.
         progress: called after each written part with its file count and audio seconds.
@@ -202,9 +207,10 @@ def map_corpus(
     models = describe_steps(resolved)
     paths = expand_inputs(inputs)
     writer = PartWriter(output, output_schema(names), steps=models, resume=resume)
-    todo = [path for path in paths if path not in writer.done]
+    retried = [path for path in paths if retry_failed and writer.failed(path)]
+    todo = [path for path in paths if not writer.written(path) or (retry_failed and writer.failed(path))]
     if on_start is not None:
-        skipped = [path for path in paths if path in writer.done]
+        skipped = [path for path in paths if writer.written(path) and not (retry_failed and writer.failed(path))]
         on_start(len(paths), len(skipped), writer.done_seconds(skipped))
     if workers is None:
         workers = max(1, (os.cpu_count() or 1) // cpus_per_worker)
@@ -262,6 +268,7 @@ def map_corpus(
         processed_files=processed_files,
         processed_audio_hours=processed_s / 3600.0,
         skipped_files=len(paths) - len(todo),
+        retried_files=len(retried),
         wall_s=wall_s,
         startup_s=startup_s,
         files_per_s=processed_files / wall_s if wall_s > 0 else 0.0,

@@ -110,6 +110,12 @@ def _make_command(step: str, task_help: str) -> click.Command:
         show_default=True,
         help="Skip the files --output already holds (--no-resume refuses an --output with parts).",
     )
+    @click.option(
+        "--retry-failed/--no-retry-failed",
+        default=True,
+        show_default=True,
+        help="With --resume, run again the files whose row in --output holds an error; the new row supersedes it.",
+    )
     @click.option("--address", default=None, help="Ray cluster to join (auto: the one `ray start` runs); --engine ray.")
     @common_options
     def command(
@@ -122,6 +128,7 @@ def _make_command(step: str, task_help: str) -> click.Command:
         cpus_per_worker: int,
         batch_size: int,
         resume: bool,
+        retry_failed: bool,
         address: str | None,
         common: CommonOptions,
     ) -> None:
@@ -147,6 +154,7 @@ def _make_command(step: str, task_help: str) -> click.Command:
                     cpus_per_worker=cpus_per_worker,
                     batch_size=batch_size,
                     resume=resume,
+                    retry_failed=retry_failed,
                     address=address,
                     progress=bar,
                     on_start=bar.start,
@@ -157,7 +165,8 @@ def _make_command(step: str, task_help: str) -> click.Command:
             raise click.ClickException(str(err)) from err
         click.echo(
             f"{summary.output}: {summary.files} files, {summary.audio_hours:.4f} h of audio, {summary.failures} "
-            f"failed; this run: {summary.processed_files} files ({summary.skipped_files} already done) in "
+            f"failed; this run: {summary.processed_files} files ({summary.skipped_files} already done, "
+            f"{summary.retried_files} failed before and retried) in "
             f"{summary.wall_s:.1f} s, {summary.files_per_s:.2f} files/s, {summary.audio_hours_per_s * 3600:.1f} s of "
             f"audio per second"
         )
