@@ -7,6 +7,7 @@ The corpus is 200 real clips cut at test time from the LibriVox and synthetic te
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -222,6 +223,58 @@ def test_a_job_killed_midway_and_resumed_writes_each_input_exactly_once(tmp_path
     written = read_output(output).column("path").to_pylist()
     assert written == sorted(paths)  # every input exactly once
     assert not list(output.glob(".part-*"))
+
+
+_ORPHANED_JOB = """
+import multiprocessing
+import sys
+from voicehub.batch import map_corpus
+def report(files, seconds):
+    print(" ".join(str(child.pid) for child in multiprocessing.active_children()), flush=True)
+if __name__ == "__main__":
+    map_corpus(sys.argv[3:], ["vad"], output=sys.argv[1], workers=2, cpus_per_worker=int(sys.argv[2]), batch_size=1,
+               progress=report)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:  # gone (and reaped)
+        return False
+    return "\nState:\tZ" not in status  # a zombie runs nothing: it waits to be reaped
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("cpus_per_worker", [1, 2], ids=["forked", "forkserver"])
+def test_workers_exit_when_the_driver_is_killed(tmp_path: Path, cpus_per_worker: int) -> None:
+    paths = _cut_corpus(tmp_path / "clips", 24)
+    script = tmp_path / "job.py"
+    script.write_text(_ORPHANED_JOB)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    job = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "out"), str(cpus_per_worker), *paths],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        assert job.stdout is not None
+        workers = [int(pid) for pid in job.stdout.readline().split()]  # after the first part: the pool runs
+        assert len(workers) == 2 and all(_alive(pid) for pid in workers)
+        helpers = Path(f"/proc/{job.pid}/task/{job.pid}/children").read_text().split()  # forkserver, tracker
+        children = sorted({*workers, *map(int, helpers)})
+        os.kill(job.pid, signal.SIGKILL)  # the driver only: its workers are orphaned
+        job.wait()
+        deadline = time.monotonic() + 5.0
+        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in children if _alive(pid)]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)  # whatever is left of the job, if the test failed
+        job.wait()
 
 
 _OPENMP_DRIVER = """
