@@ -60,3 +60,31 @@ def test_batch_resume_with_another_model_is_refused_before_any_work(tmp_path: Pa
     assert "steps[0].source: saved 'dist:silero-vad/silero_vad/data/silero_vad.jit', now None" in other.stderr
     assert sorted(output.glob("part-*.parquet")) == parts  # nothing ran: the third clip was not written
     assert read_output(output).column("path").to_pylist() == sorted(map(str, CLIPS[:2]))
+
+
+def test_bad_inputs_and_settings_are_usage_errors_before_any_work(tmp_path: Path) -> None:
+    output = tmp_path / "out"
+    manifest = tmp_path / "in.jsonl"
+
+    def refused(*arguments: str, inputs: tuple[str, ...] = (str(CLIPS[0]),), to: Path = output) -> str:
+        result = CliRunner().invoke(main, ["batch", "vad", *inputs, "--output", str(to), *arguments])
+        assert result.exit_code == 2, result.output  # a usage error, not a traceback (exit 1) or a job
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        return result.stderr
+
+    manifest.write_text(f'{{"path": "{CLIPS[0]}"}}\n{{"path": oops}}\n')
+    assert f"{manifest}:2: not a JSON object" in refused(inputs=(str(manifest),))
+    manifest.write_text(f'{{"path": "{CLIPS[0]}"}}\n{{"audio": "a.wav"}}\n')
+    assert f"{manifest}:2: expected an object with a string 'path'" in refused(inputs=(str(manifest),))
+    missing_list = tmp_path / "missing.jsonl"
+    assert f"INPUT {missing_list}: no such file or directory" in refused(inputs=(str(missing_list),))
+    typo = tmp_path / "corpsu"
+    assert f"INPUT {typo}: no such file or directory" in refused(inputs=(str(CLIPS[0]), str(typo)))
+    assert "'--workers': 0 is not in the range x>=1" in refused("--workers", "0")
+    assert "'--workers': -2 is not in the range x>=1" in refused("--workers", "-2")
+    assert "'--batch-size': 0 is not in the range x>=1" in refused("--batch-size", "0")
+    assert "'--cpus-per-worker': 0 is not in the range x>=1" in refused("--cpus-per-worker", "0")
+    assert "/dev/null exists and is not a directory" in refused(to=Path("/dev/null"))
+    manifest.write_text("a file\n")
+    assert "is a file" in refused(to=manifest)
+    assert not output.exists()
