@@ -77,7 +77,7 @@ def test_train_command_reports_every_bad_manifest_row_before_loading(tmp_path: P
     (tmp_path / "data" / "train.jsonl").write_text("\n".join(broken) + "\n")
     done = CliRunner().invoke(main, ["train", str(config)])
     assert done.exit_code == 1
-    assert "3 bad row(s)" in done.output
+    assert "3 problem(s) in 3 row(s)" in done.output
     assert "line 2: duration_s: expected seconds > 0" in done.output
     assert "line 3: json: not valid JSON" in done.output
     assert "line 4: audio_path: missing file" in done.output
