@@ -75,6 +75,7 @@ def test_every_bad_cut_is_reported_with_its_line_and_id(tmp_path: Path) -> None:
     untranscribed.supervisions = [_supervision(untranscribed.recording_id, 0.0, 1.0, speaker="reader")]
     padded = _good_cuts()[0].pad(duration=3.0)  # a MixedCut
     two_speakers = lhotse.Recording.from_file(CLIP_0930).to_cut()
+    two_speakers.id = "two-speakers"  # another cut of the recording `untranscribed` is cut from: its own id
     two_speakers.supervisions = [
         _supervision(two_speakers.recording_id, 0.0, 1.0, text="a", speaker="reader"),
         _supervision(two_speakers.recording_id, 1.0, 1.0, text="b", speaker="other"),
@@ -94,6 +95,17 @@ def test_every_bad_cut_is_reported_with_its_line_and_id(tmp_path: Path) -> None:
     with pytest.raises(ManifestError) as caught:
         read_lhotse_cuts(manifest, SPEAKER)  # speaker models: text is optional, one speaker per cut is not
     assert {(p.line, p.field) for p in caught.value.problems} == {(2, "audio_path"), (4, "type"), (5, "speaker")}
+
+
+def test_a_cut_listed_twice_is_reported_with_the_line_that_listed_it_first(tmp_path: Path) -> None:
+    part, whole = _good_cuts()
+    manifest = tmp_path / "cuts.jsonl"
+    manifest.write_text("".join(json.dumps(cut.to_dict()) + "\n" for cut in (part, whole, part)), encoding="utf-8")
+    with pytest.raises(ManifestError) as caught:
+        read_manifest(manifest, ASR)
+    assert [(p.line, p.field) for p in caught.value.problems] == [(3, "id")]
+    assert f"line 3: id: cut {part.id}: listed twice (first on line 1); cut ids must be unique" in str(caught.value)
+    assert "1 problem(s) in 1 row(s)" in str(caught.value)
 
 
 def test_a_cut_reaching_past_its_file_and_a_bad_line_are_reported(tmp_path: Path) -> None:

@@ -56,6 +56,7 @@ def test_read_manifest_reports_every_bad_row_with_its_line(tmp_path: Path) -> No
         "",  # 7: blank, skipped
         json.dumps({"audio_path": "clip.wav", "duration_s": 2.99}),  # 8: no transcript
         json.dumps({**good, "duration_s": 5.0}),  # 9: header says 2.99 s
+        json.dumps({**good, "text": 123, "speaker": 7}),  # 10: two problems in one row
     ]
     with pytest.raises(ManifestError) as caught:
         read_manifest(_write(tmp_path / "bad.jsonl", lines), CONTRACT)
@@ -68,15 +69,31 @@ def test_read_manifest_reports_every_bad_row_with_its_line(tmp_path: Path) -> No
         (6, "json"),
         (8, "text"),
         (9, "duration_s"),
+        (10, "text"),
+        (10, "speaker"),
     }
     message = str(caught.value)
-    assert "7 bad row(s)" in message
+    assert "9 problem(s) in 8 row(s)" in message  # problems, and the distinct rows they are in
     assert "line 2: audio_path: missing file" in message
     assert "line 3: audio_path: wrong sample rate: clip_8k.wav is 8000 Hz, the model trains at 16000 Hz" in message
     assert "line 4: text: expected a non-empty string, got an empty transcript" in message
     assert "line 5: duration_s: expected seconds > 0, got -1.0" in message
     assert "line 6: json: not valid JSON" in message
     assert "line 9: duration_s: 5.0 s, but the file holds 2.990 s" in message
+    assert "line 10: text: expected a string, got 123" in message  # not "an empty transcript"
+    assert "line 10: speaker: expected a string, got 7" in message
+
+
+def test_an_empty_transcript_is_kept_for_a_model_that_does_not_train_on_text(tmp_path: Path) -> None:
+    (tmp_path / "clip.wav").symlink_to(CLIP)
+    vad = DataContract(required_fields=(), sample_rate=16000)
+    lines = [json.dumps({"audio_path": "clip.wav", "duration_s": 2.99, "text": ""})]
+    (record,) = read_manifest(_write(tmp_path / "vad.jsonl", lines), vad)
+    assert record.text == "" and record.duration_s == 2.99
+    with pytest.raises(ManifestError, match="line 1: text: expected a non-empty string, got an empty transcript"):
+        read_manifest(tmp_path / "vad.jsonl", CONTRACT)  # an ASR model trains on it: refused
+    with pytest.raises(ManifestError, match="line 1: text: expected a string, got 123"):
+        read_manifest(_write(tmp_path / "bad.jsonl", [lines[0].replace('""', "123")]), vad)  # never a non-string
 
 
 def test_read_manifest_checks_segments_and_unknown_fields(tmp_path: Path) -> None:

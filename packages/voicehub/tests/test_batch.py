@@ -7,6 +7,8 @@ The corpus is 200 real clips cut at test time from the LibriVox and synthetic te
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -27,7 +29,7 @@ from voicehub.batch._local import forks_from_driver
 from voicehub.batch.corpus import plan_batches
 from voicehub.core.audio import load_audio
 from voicehub.core.errors import OutputPathError
-from voicehub.errors import BatchInputError, BatchItemError, UnpicklableModelError
+from voicehub.errors import BatchInputError, BatchItemError, BatchResumeMismatchError, UnpicklableModelError
 
 ROOT = Path(__file__).resolve().parents[3]
 SOURCES = sorted((ROOT / "tests" / "data" / "librivox").glob("*.wav")) + sorted(
@@ -223,6 +225,58 @@ def test_a_job_killed_midway_and_resumed_writes_each_input_exactly_once(tmp_path
     assert not list(output.glob(".part-*"))
 
 
+_ORPHANED_JOB = """
+import multiprocessing
+import sys
+from voicehub.batch import map_corpus
+def report(files, seconds):
+    print(" ".join(str(child.pid) for child in multiprocessing.active_children()), flush=True)
+if __name__ == "__main__":
+    map_corpus(sys.argv[3:], ["vad"], output=sys.argv[1], workers=2, cpus_per_worker=int(sys.argv[2]), batch_size=1,
+               progress=report)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:  # gone (and reaped)
+        return False
+    return "\nState:\tZ" not in status  # a zombie runs nothing: it waits to be reaped
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("cpus_per_worker", [1, 2], ids=["forked", "forkserver"])
+def test_workers_exit_when_the_driver_is_killed(tmp_path: Path, cpus_per_worker: int) -> None:
+    paths = _cut_corpus(tmp_path / "clips", 24)
+    script = tmp_path / "job.py"
+    script.write_text(_ORPHANED_JOB)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    job = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "out"), str(cpus_per_worker), *paths],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        assert job.stdout is not None
+        workers = [int(pid) for pid in job.stdout.readline().split()]  # after the first part: the pool runs
+        assert len(workers) == 2 and all(_alive(pid) for pid in workers)
+        helpers = Path(f"/proc/{job.pid}/task/{job.pid}/children").read_text().split()  # forkserver, tracker
+        children = sorted({*workers, *map(int, helpers)})
+        os.kill(job.pid, signal.SIGKILL)  # the driver only: its workers are orphaned
+        job.wait()
+        deadline = time.monotonic() + 5.0
+        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [pid for pid in children if _alive(pid)]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)  # whatever is left of the job, if the test failed
+        job.wait()
+
+
 _OPENMP_DRIVER = """
 import sys
 import torch
@@ -294,6 +348,47 @@ def test_an_output_with_parts_is_refused_without_resume_and_with_other_steps(tmp
         map_corpus([clip], ["vad"], output=tmp_path / "out", resume=False)
     with pytest.raises(OutputPathError, match=r"holds columns .* this job writes"):
         map_corpus([clip], ["embed"], output=tmp_path / "out")
+
+
+def test_a_resume_with_other_options_is_refused_and_the_summary_records_the_models(tmp_path: Path) -> None:
+    clips = [str(SOURCES[0]), str(SOURCES[1])]
+    model = AutoModel.from_pretrained(model_type="vad_silero", device="cpu")
+    summary = map_corpus(clips[:1], [model], output=tmp_path / "out", workers=1)
+    ((recorded,),) = [json.loads((tmp_path / "out" / SUMMARY_FILE_NAME).read_text())["models"]]
+    assert (recorded["step"], recorded["model_type"], recorded["options"]["threshold"]) == ("vad", "vad_silero", 0.5)
+    assert summary.models[0]["source"] == "dist:silero-vad/silero_vad/data/silero_vad.jit"
+    options = dataclasses.replace(model.default_options, threshold=0.6)
+    stricter = type(model)(model.config, source=model.source, device="cpu", options=options)
+    refused = r"steps\[0\]\.options\.threshold: saved 0\.5, now 0\.6"
+    with pytest.raises(BatchResumeMismatchError, match=refused) as caught:
+        map_corpus(clips, [stricter], output=tmp_path / "out", workers=1)
+    assert caught.value.differences == (("steps[0].options.threshold", 0.5, 0.6),)
+    assert read_output(tmp_path / "out").column("path").to_pylist() == clips[:1]  # refused before any work
+    again = map_corpus(clips, [model], output=tmp_path / "out", workers=1)  # the same model resumes
+    assert (again.skipped_files, again.processed_files, again.files) == (1, 1, 2)
+
+
+def test_a_resumed_job_runs_failed_inputs_again_and_their_new_row_supersedes_the_error(tmp_path: Path) -> None:
+    clip, empty = str(SOURCES[1]), tmp_path / "late.wav"
+    empty.write_bytes(b"")  # not written yet when the first run read it
+    first = map_corpus([clip, str(empty)], ["vad"], output=tmp_path / "out", workers=1)
+    assert (first.files, first.failures, first.retried_files) == (2, 1, 0)
+    kept = map_corpus([clip, str(empty)], ["vad"], output=tmp_path / "out", workers=1, retry_failed=False)
+    assert (kept.processed_files, kept.skipped_files, kept.failures) == (0, 2, 1)
+    sf.write(empty, load_audio(clip, target_sample_rate=16000).samples, 16000)  # the file is fixed
+    started: list[tuple[int, int, float]] = []
+    again = map_corpus(
+        [clip, str(empty)], ["vad"], output=tmp_path / "out", workers=1, on_start=lambda *c: started.append(c)
+    )
+    assert (again.processed_files, again.skipped_files, again.retried_files) == (1, 1, 1)
+    assert (again.files, again.failures) == (2, 0) and started[0][:2] == (2, 1)
+    assert len(list((tmp_path / "out").glob("part-*.parquet"))) == 2  # the error row stays, superseded
+    rows = read_output(tmp_path / "out").to_pylist()
+    assert [row["path"] for row in rows] == sorted([clip, str(empty)])  # one row per input: the last written
+    assert all(row["error"] is None for row in rows)
+    assert rows[0]["vad_segments"] == rows[1]["vad_segments"] and rows[0]["vad_segments"]  # the same audio
+    assert read_output(tmp_path / "out", columns=["error"]).column_names == ["error"]
+    assert map_corpus([clip, str(empty)], ["vad"], output=tmp_path / "out", workers=1).processed_files == 0
 
 
 def test_batches_go_longest_first_and_shrink_so_the_workers_finish_together(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import torch
@@ -54,6 +55,15 @@ def test_train_command_trains_logs_checkpoints_exports_and_resumes(tmp_path: Pat
     assert again.exit_code == 0, again.output
     assert "to step 3" in again.output and "(resumed from step 2)" in again.output
 
+    shutil.rmtree(tmp_path / "out" / "model")
+    rerun = runner.invoke(main, ["train", str(_config(tmp_path, 3)), "--no-progress"])  # the finished run, again
+    assert rerun.exit_code == 0, rerun.output
+    assert rerun.output.startswith(f"vad_silero: the run in {tmp_path / 'out'} was already complete at step 3")
+    assert "nan" not in rerun.output and "resumed" not in rerun.output
+    assert f"checkpoint: {tmp_path / 'out' / 'checkpoints' / 'step-00000003'}" in rerun.output
+    assert f"model: {tmp_path / 'out' / 'model'}" in rerun.output
+    assert AutoModel.from_pretrained(tmp_path / "out" / "model").model_type == "vad_silero"  # exported again
+
 
 def test_train_command_reports_every_bad_manifest_row_before_loading(tmp_path: Path) -> None:
     config = _config(tmp_path, 1)
@@ -67,7 +77,7 @@ def test_train_command_reports_every_bad_manifest_row_before_loading(tmp_path: P
     (tmp_path / "data" / "train.jsonl").write_text("\n".join(broken) + "\n")
     done = CliRunner().invoke(main, ["train", str(config)])
     assert done.exit_code == 1
-    assert "3 bad row(s)" in done.output
+    assert "3 problem(s) in 3 row(s)" in done.output
     assert "line 2: duration_s: expected seconds > 0" in done.output
     assert "line 3: json: not valid JSON" in done.output
     assert "line 4: audio_path: missing file" in done.output
@@ -88,3 +98,15 @@ def test_train_command_refuses_unknown_keys_and_untrainable_models(tmp_path: Pat
     assert (
         done.exit_code == 1 and "vad_webrtc cannot be trained: the WebRTC detector is a fixed-point GMM" in done.output
     )
+
+
+def test_train_command_refuses_an_output_dir_that_is_not_a_directory_before_loading(tmp_path: Path) -> None:
+    config = _config(tmp_path, 1)
+    (tmp_path / "out").write_text("a file\n")
+    done = CliRunner().invoke(main, ["train", str(config), "--no-progress"])
+    assert done.exit_code == 1 and done.exception is not None and isinstance(done.exception, SystemExit)
+    assert f"training output_dir {tmp_path / 'out'} exists and is not a directory" in done.output
+    assert "Traceback" not in done.output and "trained" not in done.output  # refused before step 1
+    config.write_text(config.read_text().replace('output_dir = "out"', 'output_dir = "/dev/null"'))
+    done = CliRunner().invoke(main, ["train", str(config), "--no-progress"])
+    assert done.exit_code == 1 and "training output_dir /dev/null exists and is not a directory" in done.output

@@ -66,5 +66,5 @@ def test_train_command_reports_a_bad_cut_before_loading(tmp_path: Path) -> None:
     )
     done = CliRunner().invoke(main, ["train", str(config), "--no-progress"])
     assert done.exit_code != 0
-    assert "1 bad row(s)" in done.output and "line 2: duration_s:" in done.output, done.output
+    assert "1 problem(s) in 1 row(s)" in done.output and "line 2: duration_s:" in done.output, done.output
     assert not (tmp_path / "out").exists()

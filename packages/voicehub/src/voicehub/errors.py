@@ -60,6 +60,29 @@ class BatchInputError(ConfigError):
     """
 
 
+class BatchResumeMismatchError(BatchInputError):
+    """A resumed corpus job's steps differ from those that wrote the parts already in its output.
+
+    Raised before any work: rows of two models in one output would be indistinguishable.
+
+    Attributes:
+        output: the output directory.
+        differences: ``(key, saved, now)`` for each recorded setting that differs.
+    """
+
+    def __init__(self, output: object, differences: tuple[tuple[str, object, object], ...]) -> None:
+        self.output = output
+        self.differences = differences
+        listed = "; ".join(f"{key}: saved {saved!r}, now {now!r}" for key, saved, now in differences)
+        super().__init__(
+            f"batch output directory {output} was written by other steps than this job's ({listed}); resume with "
+            f"the same model, checkpoint and options, or write into another directory"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.output, self.differences))
+
+
 class BatchItemError(VoiceHubError, RuntimeError):
     """A file failed in a corpus job run with ``on_error="raise"``.
 
@@ -71,6 +94,7 @@ class BatchItemError(VoiceHubError, RuntimeError):
 __all__ = [
     "BatchInputError",
     "BatchItemError",
+    "BatchResumeMismatchError",
     "NoModelForTaskError",
     "UnknownInferenceOptionError",
     "UnpicklableModelError",

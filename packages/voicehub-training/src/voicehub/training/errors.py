@@ -79,8 +79,10 @@ class ManifestError(VoiceHubError, ValueError):
         self.path = str(path)
         self.problems = problems
         shown = "\n  ".join(str(problem) for problem in problems)
+        rows = len({problem.line for problem in problems})  # line 0: the file itself, counted as one
         super().__init__(
-            f"{self.path}: {len(problems)} bad row(s); fix them and run again (nothing was trained):\n  {shown}"
+            f"{self.path}: {len(problems)} problem(s) in {rows} row(s); fix them and run again (nothing was "
+            f"trained):\n  {shown}"
         )
 
 

@@ -117,8 +117,8 @@ def read_lhotse_cuts(
 
     Raises:
         OptionalDependencyError: when lhotse is not installed (naming the extra that installs it).
-        ManifestError: listing every bad cut with its line number and id (not a cut, an unsupported
-            cut, missing text or speaker the model needs, a missing file, another sample rate, a
+        ManifestError: listing every bad cut with its line number and id (not a cut, a cut listed
+            twice, an unsupported cut, missing text or speaker the model needs, a missing file, another sample rate, a
             cut outside its file, ...), or an empty manifest.
     """
     serialization = import_optional(
@@ -131,6 +131,7 @@ def read_lhotse_cuts(
         raise ManifestError(file, (ManifestProblem(line=0, field="file", message=f"cannot read: {err}"),)) from err
     records: list[ManifestRecord] = []
     problems: list[ManifestProblem] = []
+    first_line: dict[str, int] = {}  # cut id -> the line that listed it first
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
@@ -139,7 +140,18 @@ def read_lhotse_cuts(
         except Exception as err:  # json and lhotse raise many kinds for a bad line
             problems.append(ManifestProblem(line=number, field="json", message=f"not a lhotse cut: {err!r}"))
             continue
-        name = f"cut {getattr(cut, 'id', '?')}: "
+        cut_id = str(getattr(cut, "id", "?"))
+        name = f"cut {cut_id}: "
+        if cut_id in first_line:  # trained on twice as often, and on both sides of a split
+            problems.append(
+                ManifestProblem(
+                    line=number,
+                    field="id",
+                    message=f"{name}listed twice (first on line {first_line[cut_id]}); cut ids must be unique",
+                )
+            )
+            continue
+        first_line[cut_id] = number
         row, cut_problems = cut_to_row(cut, contract)
         problems.extend(ManifestProblem(line=number, field=f, message=name + m) for f, m in cut_problems)
         if row is None:

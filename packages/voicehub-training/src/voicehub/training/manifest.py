@@ -107,11 +107,17 @@ def _number(value: object) -> float | None:
     return float(value)
 
 
-def _label(row: Mapping[str, Any], key: str, problems: list[ManifestProblem], line: int) -> str | None:
+def _label(
+    row: Mapping[str, Any], key: str, problems: list[ManifestProblem], line: int, *, empty_ok: bool = False
+) -> str | None:
+    """``row[key]`` when it is a string (non-blank unless ``empty_ok``), else ``None`` and a problem."""
     if key not in row:
         return None
     value = row[key]
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str):
+        problems.append(ManifestProblem(line=line, field=key, message=f"expected a string, got {value!r}"))
+        return None
+    if not value.strip() and not empty_ok:
         what = "an empty transcript" if key == "text" else f"{value!r}"
         problems.append(ManifestProblem(line=line, field=key, message=f"expected a non-empty string, got {what}"))
         return None
@@ -252,7 +258,8 @@ def parse_row(
                 # a bad offset is reported once: the part is then only checked to fit from the start
                 part_start = 0.0 if offset_s is None and "offset_s" in row else offset_s
                 _audio(path, duration_s, part_start, contract, line, problems)
-    text = _label(row, "text", problems, line)
+    # a model that does not train on text (a VAD) takes a row whose transcript is empty
+    text = _label(row, "text", problems, line, empty_ok=ManifestField.TEXT not in contract.required_fields)
     speaker = _label(row, "speaker", problems, line)
     recording = _label(row, "recording", problems, line)
     segments = _segments(row["segments"], duration_s, line, problems) if "segments" in row else None

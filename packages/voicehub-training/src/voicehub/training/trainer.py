@@ -38,6 +38,7 @@ from torch import nn
 from voicehub.core import strict_json
 from voicehub.core.config import Config
 from voicehub.core.errors import ConfigError
+from voicehub.core.files import check_output_directory
 from voicehub.optimization import OptimizationMode, OptimizationResult
 from voicehub.training.adapters.base import TrainingAdapter, TrainingBatch
 from voicehub.training.batching import LengthBucketBatchSampler
@@ -189,8 +190,10 @@ class TrainResult:
         step: optimizer steps completed.
         resumed_from: the step the run resumed from (``None`` for a fresh run).
         stop_reason: why it stopped before ``max_steps`` (``None`` when it reached them).
-        metrics: the last step's metrics (and the last evaluation's).
-        checkpoint: the last checkpoint written (``None`` on ranks other than 0).
+        metrics: the last step's metrics (and the last evaluation's); empty when this call ran
+            no step (:attr:`already_complete`).
+        checkpoint: the last checkpoint written, or, when this call wrote none, the one it
+            resumed from (``None`` on ranks other than 0).
     """
 
     step: int
@@ -198,6 +201,11 @@ class TrainResult:
     stop_reason: str | None
     metrics: Metrics
     checkpoint: Path | None
+
+    @property
+    def already_complete(self) -> bool:
+        """Whether the run had reached ``max_steps`` before this call, which therefore ran no step."""
+        return self.resumed_from is not None and self.step == self.resumed_from
 
 
 def _records_digest(records: Sequence[ManifestRecord]) -> str:
@@ -239,6 +247,8 @@ class Trainer:
     Raises:
         TrainingError: for no training records, a module without trainable parameters, or an
             optimization plan applied in inference mode or already restored.
+        OutputPathError: when ``output_dir`` exists and is not a directory (a file, ``/dev/null``)
+            or cannot be written, before any step.
     """
 
     def __init__(
@@ -258,7 +268,7 @@ class Trainer:
         self.config = config
         self.train_records = tuple(train_records)
         self.eval_records = tuple(eval_records)
-        self.output_dir = Path(output_dir)
+        self.output_dir = check_output_directory(output_dir, what="training output_dir")
         self.callbacks = tuple(callbacks)
         self.module = adapter.module
         self.optimization = optimization
@@ -267,6 +277,7 @@ class Trainer:
             raise TrainingError(f"{adapter.spec.model_type}: every parameter is frozen; nothing to train")
         self.device = self.parameters[0].device
         self.store = CheckpointStore(self.output_dir / CHECKPOINT_DIR)
+        self._resumed_checkpoint: Path | None = None
         self.state = TrainerState()
         self._stop_reason: str | None = None
         self._scaler: torch.amp.GradScaler | None = None
@@ -356,8 +367,11 @@ class Trainer:
             rank=self.dist.rank,
         )
         resumed_from = None
+        last_checkpoint: Path | None = None
         if resume:
             resumed_from = self._resume(optimizer, scheduler)
+            if resumed_from is not None and self.is_main:
+                last_checkpoint = self._resumed_checkpoint
         else:
             self._refuse_existing()
         model: nn.Module = self.module
@@ -367,7 +381,6 @@ class Trainer:
         for callback in self.callbacks:
             callback.on_train_start(self)
         metrics: Metrics = {}
-        last_checkpoint: Path | None = None
         batches = sampler.batches(self.state.epoch)
         while self.state.step < config.max_steps and self._stop_reason is None:
             loss_sum = 0.0
@@ -587,6 +600,7 @@ class Trainer:
         if chosen is None:
             return None
         checkpoint = found if found is not None else self.store.verify(Path(str(chosen)))
+        self._resumed_checkpoint = checkpoint.path
         try:
             state = strict_json.loads(checkpoint.file(STATE_FILE).read_bytes())
         except ValueError as err:

@@ -17,6 +17,17 @@ seconds, tens of seconds on a loaded machine), so the workers start in one of tw
   (which also imports pyarrow and pandas, which turning rows into Arrow imports) lives as long as
   the driver process, so later jobs start faster.
 
+A worker never outlives the driver: a driver killed with ``SIGKILL`` runs no cleanup, and its
+workers, which wait on a pipe whose write end they hold themselves, would otherwise run forever
+(adopted by PID 1, holding the model). On Linux each worker asks the kernel, first thing after
+the fork, for ``SIGKILL`` when its parent dies (``prctl(PR_SET_PDEATHSIG)``), then checks that the
+driver is still there (it may have died before the request). A forkserver worker's parent is the
+server, which the workers themselves keep alive (each holds the descriptor whose closing ends
+it), so such a worker also watches the driver from a daemon thread: it waits on a process file
+descriptor of the driver (``os.pidfd_open``, Linux), or polls the driver's pid every half second
+elsewhere, and exits when the driver is gone. Everywhere, a worker also compares its parent's pid
+with the one it started with before each batch and exits when it changed.
+
 Each worker pins its torch threads to ``cpus_per_worker`` and builds one
 :class:`~voicehub.batch._worker.BatchWorker` from the job's steps. At most two batches per worker
 are in flight (back-pressure: the driver never queues the whole corpus). Results come back in
@@ -27,8 +38,14 @@ completion order. Scripts that call the local engine need the usual
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing
+import os
+import select
+import signal
 import sys
+import threading
+import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -40,10 +57,51 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 _WORKER: BatchWorker | None = None  # one per worker process, built by _start_worker
+_PARENT: int | None = None  # the pid of the worker's parent when it started
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def _start_worker(steps: Sequence[Step], on_error: OnError, num_threads: int) -> None:
+def _die_with_parent(driver: int) -> None:
+    """Make this worker process exit when its parent does (see the module docstring)."""
+    global _PARENT
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):  # no libc symbol: the per-batch check remains
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _PARENT = os.getppid()
+    # forked from the driver: the parent is the driver; from a forkserver: the server, a child of the driver
+    if _PARENT == 1 or not _alive(driver):
+        os._exit(1)
+    if driver != _PARENT:
+        threading.Thread(target=_watch_driver, args=(driver,), name="voicehub-driver-watch", daemon=True).start()
+
+
+def _watch_driver(driver: int) -> None:
+    """Exit this worker process as soon as the driver process has ended (runs on a daemon thread)."""
+    try:
+        descriptor = os.pidfd_open(driver)
+    except ProcessLookupError:
+        os._exit(1)
+    except (AttributeError, OSError):  # no pidfd (not Linux, or an old kernel): poll
+        while _alive(driver):
+            time.sleep(0.5)
+        os._exit(1)
+    select.select([descriptor], [], [])  # readable once the driver has exited
+    os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - a pid reused by another user's process
+        return False
+    return True
+
+
+def _start_worker(steps: Sequence[Step], on_error: OnError, num_threads: int, driver: int) -> None:
     global _WORKER
+    _die_with_parent(driver)
     pin_torch_threads(num_threads)  # first: before this (possibly forked) process runs any torch operation
     _WORKER = BatchWorker(steps, on_error=on_error)
 
@@ -51,6 +109,8 @@ def _start_worker(steps: Sequence[Step], on_error: OnError, num_threads: int) ->
 def _run_batch(paths: Sequence[str]) -> pa.Table:
     if _WORKER is None:  # pragma: no cover - the pool always runs the initializer first
         raise RuntimeError("voicehub.batch worker used before it was started")
+    if os.getppid() != _PARENT:  # orphaned (where the kernel does not end it): nobody reads the result
+        os._exit(1)
     return _WORKER(paths)
 
 
@@ -124,7 +184,7 @@ def run_local(
         max_workers=workers,
         mp_context=context,
         initializer=_start_worker,
-        initargs=(tuple(steps), on_error, cpus_per_worker),
+        initargs=(tuple(steps), on_error, cpus_per_worker, os.getpid()),
     ) as pool:
         queue = iter(batches)
         pending: set[Future[pa.Table]] = set()

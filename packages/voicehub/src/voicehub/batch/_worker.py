@@ -118,6 +118,39 @@ def output_schema(step_names: Sequence[str]) -> pa.Schema:
     return pa.schema(fields)
 
 
+def describe_steps(steps: Sequence[Step]) -> list[dict[str, object]]:
+    """What makes each step's results, as JSON values: recorded with the output, compared on resume.
+
+    Per step: its name, the model type, the wrapper class, the checkpoint source (its string
+    form, ``None`` for a model without one), the dtype, the model config and the default
+    inference options (their JSON documents) and the active inference optimization plan. The
+    device is left out: the same job may resume on another machine.
+
+    Raises:
+        UnpicklableModelError: for a wrapper that cannot travel as a recipe (see :mod:`voicehub._recipe`).
+    """
+    import json
+
+    from voicehub._recipe import recipe_of
+
+    described: list[dict[str, object]] = []
+    for step in steps:
+        recipe = recipe_of(step.model)
+        described.append(
+            {
+                "step": step.name,
+                "model_type": step.model.config.model_type,
+                "wrapper": f"{recipe.wrapper_class.__module__}.{recipe.wrapper_class.__qualname__}",
+                "source": recipe.source.to_string() if recipe.source is not None else None,
+                "dtype": recipe.dtype.value,
+                "config": json.loads(recipe.config_json),
+                "options": json.loads(recipe.options_json),
+                "plan": [repr(optimization_pass) for optimization_pass in recipe.plan],
+            }
+        )
+    return described
+
+
 def _header_duration_s(path: str) -> float | None:
     from voicehub.core.audio_stream import audio_file_info
 
@@ -190,4 +223,4 @@ class BatchWorker:
         return pa.Table.from_pylist([self.run_file(path) for path in paths], schema=self.schema)
 
 
-__all__ = ["STEP_TASKS", "BatchWorker", "OnError", "Step", "output_schema", "pin_torch_threads"]
+__all__ = ["STEP_TASKS", "BatchWorker", "OnError", "Step", "describe_steps", "output_schema", "pin_torch_threads"]

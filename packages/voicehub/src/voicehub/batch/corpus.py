@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from voicehub.batch._inputs import expand_inputs
 from voicehub.batch._output import BatchSummary, PartWriter
-from voicehub.batch._worker import STEP_TASKS, OnError, Step, output_schema
+from voicehub.batch._worker import STEP_TASKS, OnError, Step, describe_steps, output_schema
 from voicehub.core.device import DeviceLike
 from voicehub.errors import BatchInputError
 
@@ -130,6 +130,7 @@ def map_corpus(
     batch_size: int = 16,
     on_error: OnError = "record",
     resume: bool = True,
+    retry_failed: bool = True,
     address: str | None = None,
     device: DeviceLike = "cpu",
     progress: ProgressCallback | None = None,
@@ -158,7 +159,12 @@ def map_corpus(
             ``error`` set and the job goes on; ``"raise"``: the job stops with
             :class:`~voicehub.errors.BatchItemError` (parts already written stay, for ``resume``).
         resume: skip the inputs the parts in ``output`` already hold; with ``False`` an
-            ``output`` that holds parts is refused.
+            ``output`` that holds parts is refused. The parts record what made them (model type,
+            checkpoint source, config, options, plan per step); resuming with other ones is refused.
+        retry_failed: with ``resume``, run again the inputs whose row in ``output`` holds an
+            error (a file fixed since, a transient failure); the new row supersedes the error
+            row (:func:`~voicehub.batch.read_output` gives the last row of each input). ``False``
+            skips them like the inputs that succeeded.
         address: the Ray cluster to join (``"auto"`` for ``ray start``'s); ``ray`` only.
         device: where the step-name steps' default models run.
         progress: called after each written part with its file count and audio seconds.
@@ -171,6 +177,8 @@ def map_corpus(
     Raises:
         BatchInputError: for bad inputs, steps or settings (before anything runs).
         OutputPathError: when ``output`` cannot be written, or holds parts and ``resume`` is false.
+        BatchResumeMismatchError: when the parts in ``output`` were written by other models,
+            checkpoints or options than ``steps`` (before anything runs).
         BatchItemError: with ``on_error="raise"``, for the first failing file.
         OptionalDependencyError: for ``engine="ray"`` without Ray installed.
         UnpicklableModelError: for a wrapper that cannot travel to a worker as a recipe (loaded
@@ -196,11 +204,13 @@ def map_corpus(
         raise BatchInputError(f"map_corpus steps: each step may appear once, got {names}")
     for step in resolved:  # what a worker rebuilds it from: refused here, whichever way it reaches the workers
         pickle.dumps(step.model)
+    models = describe_steps(resolved)
     paths = expand_inputs(inputs)
-    writer = PartWriter(output, output_schema(names), resume=resume)
-    todo = [path for path in paths if path not in writer.done]
+    writer = PartWriter(output, output_schema(names), steps=models, resume=resume)
+    retried = [path for path in paths if retry_failed and writer.failed(path)]
+    todo = [path for path in paths if not writer.written(path) or (retry_failed and writer.failed(path))]
     if on_start is not None:
-        skipped = [path for path in paths if path in writer.done]
+        skipped = [path for path in paths if writer.written(path) and not (retry_failed and writer.failed(path))]
         on_start(len(paths), len(skipped), writer.done_seconds(skipped))
     if workers is None:
         workers = max(1, (os.cpu_count() or 1) // cpus_per_worker)
@@ -258,6 +268,7 @@ def map_corpus(
         processed_files=processed_files,
         processed_audio_hours=processed_s / 3600.0,
         skipped_files=len(paths) - len(todo),
+        retried_files=len(retried),
         wall_s=wall_s,
         startup_s=startup_s,
         files_per_s=processed_files / wall_s if wall_s > 0 else 0.0,
@@ -265,6 +276,7 @@ def map_corpus(
         engine=engine,
         workers=workers,
         steps=tuple(names),
+        models=tuple(models),
     )
     writer.write_summary(summary)
     return summary

@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from voicehub.cli._inputs import INPUTS_HELP, cli_model_type, default_model_help, expand_audio_inputs
+from voicehub.cli._inputs import (
+    _GLOB_CHARACTERS,
+    INPUTS_HELP,
+    cli_model_type,
+    default_model_help,
+    expand_audio_inputs,
+)
 from voicehub.cli._options import CommonOptions, common_options
 from voicehub.core.errors import VoiceHubError
 
@@ -27,19 +33,51 @@ _LIST_HELP = (
 
 
 def _inputs(arguments: tuple[str, ...]) -> list[str]:
-    """INPUT... as paths: path lists and manifests through :func:`voicehub.batch.expand_inputs`, the rest as usual."""
+    """INPUT... as paths: path lists and manifests through :func:`voicehub.batch.expand_inputs`, the rest as usual.
+
+    Raises:
+        click.UsageError: for an INPUT that does not exist (a mistyped directory or list: a job
+            of one error row is not what was meant), an unreadable or malformed path list or
+            manifest (naming the file and line), and what :func:`expand_audio_inputs` refuses.
+    """
     from voicehub.batch import expand_inputs
     from voicehub.batch._inputs import MANIFEST_SUFFIXES, PATH_LIST_SUFFIXES
+    from voicehub.errors import BatchInputError
 
+    for argument in arguments:
+        if (
+            argument.strip()
+            and argument != "-"
+            and not Path(argument).exists()
+            and not _GLOB_CHARACTERS & set(argument)
+        ):
+            raise click.UsageError(
+                f"INPUT {argument}: no such file or directory; name an existing audio file, directory, path list "
+                f"(.txt, .lst, .list) or manifest (.jsonl)"
+            )
     listed = MANIFEST_SUFFIXES + PATH_LIST_SUFFIXES
     paths: list[str] = []
     plain = [a for a in arguments if Path(a).suffix.lower() not in listed]
     for argument in arguments:
         if Path(argument).suffix.lower() in listed:
-            paths.extend(expand_inputs(argument))
+            try:
+                paths.extend(expand_inputs(argument))
+            except BatchInputError as err:
+                raise click.UsageError(str(err)) from err
     if plain:
         paths.extend(str(path) for path in expand_audio_inputs(plain))
     return list(dict.fromkeys(paths))
+
+
+def _output_directory(context: click.Context, parameter: click.Parameter, value: Path) -> Path:
+    """``--output``: refused when it exists and is not a directory (a file, ``/dev/null``, a pipe)."""
+    if value.exists() and not value.is_dir():
+        raise click.BadParameter(
+            f"{value} exists and is not a directory; --output is the directory the parts are written into",
+            ctx=context,
+            param=parameter,
+        )
+    return value
 
 
 class _Progress:
@@ -90,6 +128,7 @@ def _make_command(step: str, task_help: str) -> click.Command:
         "--output",
         required=True,
         type=click.Path(file_okay=False, path_type=Path),
+        callback=_output_directory,
         help="Directory for the Parquet parts (part-NNNNNN.parquet) and summary.json.",
     )
     @click.option(
@@ -98,17 +137,32 @@ def _make_command(step: str, task_help: str) -> click.Command:
     @click.option("--source", default=None, help="Checkpoint of the model: a path, hf:owner/name or dist:...")
     @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True)
     @click.option(
-        "--workers", type=int, default=None, metavar="N", help="Worker processes or Ray actors (default: CPUs)."
+        "--workers",
+        type=click.IntRange(min=1),
+        default=None,
+        metavar="N",
+        help="Worker processes or Ray actors (default: CPUs).",
     )
-    @click.option("--cpus-per-worker", type=int, default=1, show_default=True, metavar="N")
+    @click.option("--cpus-per-worker", type=click.IntRange(min=1), default=1, show_default=True, metavar="N")
     @click.option(
-        "--batch-size", type=int, default=16, show_default=True, metavar="N", help="Files per batch and part."
+        "--batch-size",
+        type=click.IntRange(min=1),
+        default=16,
+        show_default=True,
+        metavar="N",
+        help="Files per batch and part.",
     )
     @click.option(
         "--resume/--no-resume",
         default=True,
         show_default=True,
         help="Skip the files --output already holds (--no-resume refuses an --output with parts).",
+    )
+    @click.option(
+        "--retry-failed/--no-retry-failed",
+        default=True,
+        show_default=True,
+        help="With --resume, run again the files whose row in --output holds an error; the new row supersedes it.",
     )
     @click.option("--address", default=None, help="Ray cluster to join (auto: the one `ray start` runs); --engine ray.")
     @common_options
@@ -122,6 +176,7 @@ def _make_command(step: str, task_help: str) -> click.Command:
         cpus_per_worker: int,
         batch_size: int,
         resume: bool,
+        retry_failed: bool,
         address: str | None,
         common: CommonOptions,
     ) -> None:
@@ -147,6 +202,7 @@ def _make_command(step: str, task_help: str) -> click.Command:
                     cpus_per_worker=cpus_per_worker,
                     batch_size=batch_size,
                     resume=resume,
+                    retry_failed=retry_failed,
                     address=address,
                     progress=bar,
                     on_start=bar.start,
@@ -157,7 +213,8 @@ def _make_command(step: str, task_help: str) -> click.Command:
             raise click.ClickException(str(err)) from err
         click.echo(
             f"{summary.output}: {summary.files} files, {summary.audio_hours:.4f} h of audio, {summary.failures} "
-            f"failed; this run: {summary.processed_files} files ({summary.skipped_files} already done) in "
+            f"failed; this run: {summary.processed_files} files ({summary.skipped_files} already done, "
+            f"{summary.retried_files} failed before and retried) in "
             f"{summary.wall_s:.1f} s, {summary.files_per_s:.2f} files/s, {summary.audio_hours_per_s * 3600:.1f} s of "
             f"audio per second"
         )

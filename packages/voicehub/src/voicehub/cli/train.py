@@ -11,6 +11,7 @@ start it under torchrun: ``torchrun --nproc-per-node 2 -m voicehub train run.tom
 from __future__ import annotations
 
 import logging
+import math
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ import click
 
 from voicehub.cli._options import CommonOptions, common_options
 from voicehub.core.errors import VoiceHubError
+from voicehub.core.files import check_output_directory
 
 if TYPE_CHECKING:
     from voicehub.training.run_config import TrainingRunConfig
@@ -65,6 +67,7 @@ def train_command(config_path: Path, resume: bool, common: CommonOptions) -> Non
     try:
         config = load_run_config(config_path)
         _check_strategy(config)
+        output_dir = check_output_directory(config.output_dir, what="training output_dir")  # before any model load
         spec = get_training_spec(config.model)
         spec.require_trainable()
         contract = spec.data_contract
@@ -72,7 +75,6 @@ def train_command(config_path: Path, resume: bool, common: CommonOptions) -> Non
         eval_records = read_manifest(config.eval_manifest, contract) if config.eval_manifest is not None else ()
         model = AutoModel.from_pretrained(config.source, model_type=spec.model_type, device=common.device)
         adapter = AutoTrainingAdapter.from_host(model, spec, records=train_records, frozen_parts=config.frozen_parts)
-        output_dir = Path(config.output_dir)
         callbacks: list[TrainerCallback] = [
             ProgressBar(disable=not common.show_progress()),
             JSONLMetricsLog(output_dir / METRICS_FILE),
@@ -95,10 +97,16 @@ def train_command(config_path: Path, resume: bool, common: CommonOptions) -> Non
         raise click.ClickException(str(err)) from err
     if not trainer.is_main:
         return
-    summary = f"trained {spec.model_type} to step {result.step}: loss {result.metrics.get('loss', float('nan')):.4f}"
+    if result.already_complete:  # nothing ran: no loss to report
+        summary = (
+            f"{spec.model_type}: the run in {output_dir} was already complete at step {result.step} (max_steps "
+            f"{config.trainer.max_steps}); nothing trained (raise max_steps to train further)"
+        )
+    else:
+        summary = f"trained {spec.model_type} to step {result.step}: loss {result.metrics.get('loss', math.nan):.4f}"
     if "eval_loss" in result.metrics:
         summary += f", eval_loss {result.metrics['eval_loss']:.4f}"
-    if result.resumed_from is not None:
+    if result.resumed_from is not None and not result.already_complete:
         summary += f" (resumed from step {result.resumed_from})"
     if result.stop_reason is not None:
         summary += f"; stopped: {result.stop_reason}"
