@@ -22,14 +22,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import soundfile
+
+from long_file_memory import peak_rss  # the same fresh-process peak-RSS measurement (run as a script)
 
 SENTENCES = (
     "The bakery on the corner opens at six, and by seven the line reaches the bus stop.",
@@ -52,20 +50,6 @@ def make_text(words: int, style: str) -> str:
     if style == "run-on":
         return re.sub(r"[^\w\s]", "", text).lower()
     return text if text.endswith(".") else text.rstrip(",:;") + "."
-
-
-def peak_rss(arguments: list[str]) -> tuple[float, float]:
-    """Run ``voicehub <arguments>`` in a fresh process: (peak RSS in MB, wall time in s)."""
-    executable = shutil.which("voicehub") or str(Path(sys.executable).with_name("voicehub"))
-    start = time.perf_counter()
-    process = subprocess.Popen([executable, *arguments], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    elapsed = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)
-    stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
-    if process.returncode != 0:
-        raise SystemExit(f"voicehub {' '.join(arguments)} failed ({process.returncode}):\n{stderr}")
-    return usage.ru_maxrss / 1024, elapsed
 
 
 def main() -> None:
