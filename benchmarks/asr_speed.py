@@ -288,6 +288,8 @@ def build_cases(args: argparse.Namespace) -> tuple[list[tuple[Case, Case | None]
     pairs.append((Case("moonshine clips greedy float32", native_clips(moonshine, greedy), clips_s), None))
     pairs.append((Case("moonshine clips one call", native_clips(moonshine, greedy, True), clips_s), None))
     pairs.append((Case("moonshine 60 s VAD-batched", native_long(moonshine, greedy), long.duration_s), None))
+    if args.cases:
+        pairs = [pair for pair in pairs if any(part in pair[0].name for part in args.cases)]
     references = _references()
     return pairs, {"clips": [references[p.stem] for p in CLIPS]}
 
@@ -299,13 +301,13 @@ def _row(cells: list[str]) -> str:
 def report(pairs: list[tuple[Case, Case | None]], references: dict[str, list[str]]) -> dict[str, Any]:
     """Print the markdown tables; return the JSON record."""
     long_reference = next(
-        up.texts for nat, up in pairs if up is not None and up.name == "60 s greedy float32 sequential"
+        (up.texts for nat, up in pairs if up is not None and up.name == "60 s greedy float32 sequential"), None
     )
     rows: list[dict[str, Any]] = []
 
     def wer(case: Case) -> float:
         truth = references["clips"] if case.name.startswith(("clips", "moonshine clips")) else long_reference
-        return _wer(case.texts, truth)
+        return float("nan") if truth is None else _wer(case.texts, truth)
 
     print(
         _row(["case", "native RTF min / median", "faster-whisper RTF min / median", "ratio min", "ratio median"])
@@ -354,6 +356,9 @@ def main() -> None:
     parser.add_argument("--omp-passive", action="store_true", help="OMP_WAIT_POLICY=PASSIVE for both runtimes")
     parser.add_argument("--long-modes", choices=("greedy-float32", "all"), default="all")
     parser.add_argument("--memory", action="store_true", help="also measure 60 s peak memory (fresh processes)")
+    parser.add_argument(
+        "--cases", nargs="+", default=None, help="only the cases whose name contains one of these (e.g. 'clips greedy')"
+    )
     parser.add_argument("--json", type=Path, default=None, help="write the record to this file")
     parser.add_argument(
         "--cli-wait-policy",
