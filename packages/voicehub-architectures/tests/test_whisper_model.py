@@ -173,3 +173,29 @@ def test_whisper_int8_dynamic_pass_reaches_every_linear_including_the_output(
         int8.restore(model, result.state, context)
     assert model.decoder.output.weight is model.decoder.token_embedding.weight
     assert torch.equal(_logits(model, features[:1], tokens), reference)
+
+
+def test_whisper_logits_fast_routes_equal_the_plain_projection_and_follow_weight_changes() -> None:
+    from voicehub.architectures.whisper.model import BLOCKED_MAX_ROWS, VOCAB_BLOCK_ROWS
+
+    torch.manual_seed(3)
+    vocab = 2 * VOCAB_BLOCK_ROWS + 905  # two whole blocks and a remainder
+    decoder = Whisper(WhisperConfig(audio_width=64, audio_heads=4, audio_layers=1, vocab_size=vocab, text_context=8,
+                                    text_width=64, text_heads=4, text_layers=1)).decoder  # fmt: skip
+    weight = decoder.token_embedding.weight
+    for shape in ((1, 1, 64), (1, 64), (3, 2, 64), (BLOCKED_MAX_ROWS, 64), (BLOCKED_MAX_ROWS + 1, 64)):
+        hidden = torch.randn(shape)
+        with torch.no_grad():
+            fast = decoder.logits(hidden)
+            plain = torch.nn.functional.linear(hidden, weight)
+        assert fast.shape == (*shape[:-1], vocab)
+        assert (fast - plain).abs().max() < 1e-6 * plain.abs().max(), shape  # float32 rounding only
+    hidden = torch.randn(1, 64)
+    with torch.no_grad():
+        before = decoder.logits(hidden)
+        weight.mul_(-2.0)  # an optimizer step changes the embedding in place: the column copy is remade
+        after = decoder.logits(hidden)
+    assert (after + 2.0 * before).abs().max() < 1e-6 * before.abs().max()
+    # Training: the embedding gets its gradient through the plain product.
+    decoder.logits(torch.randn(1, 64)).sum().backward()
+    assert weight.grad is not None and weight.grad.abs().sum() > 0

@@ -414,18 +414,31 @@ class TextDecoder(nn.Module):
     def logits(self, hidden: Tensor) -> Tensor:
         """Project hidden states (..., W) onto the vocabulary with the tied embedding: float32 (..., vocab).
 
-        Outside training (no gradient wanted for the embedding) the product runs against a (W, vocab)
-        column-major copy of the embedding: a decoding step multiplies one row by the whole matrix,
-        and that copy streams through memory about twice as fast as the (vocab, W) rows the
-        embedding stores (measured: 6.5 ms against 13.4 ms for tiny.en's 384 x 51864 on 2 CPU
-        threads). The copy costs the matrix's size once more and is remade when the weights change.
+        Outside training (no gradient wanted for the embedding) a decoding step's few rows take
+        faster routes through the same float32 products (the sum order changes, so results move by
+        rounding only). Measured on 2 CPU threads for tiny.en's 51864 x 384 embedding: one row
+        against a (W, vocab) column-major copy of the embedding, 6.5 ms instead of 13.4 ms; 2 to
+        :data:`BLOCKED_MAX_ROWS` rows as one batched product over blocks of
+        :data:`VOCAB_BLOCK_ROWS` embedding rows (a view, no copy), 9 ms instead of 22-40 ms for 4
+        rows (the plain product of a few rows by the whole matrix runs far below memory speed). The
+        column-major copy costs the matrix's size once more and is remade when the weights change.
         """
         weight = self.token_embedding.weight
         hidden = hidden.to(weight.dtype)  # the tied weights' dtype
-        columns = None
+        rows = hidden.numel() // hidden.shape[-1] if hidden.shape[-1] else 0
+        logits: Tensor | None = None
         if type(self.output) is nn.Linear and not (torch.is_grad_enabled() and weight.requires_grad):
-            columns = self._output_columns(weight)
-        logits: Tensor = self.output(hidden) if columns is None else hidden @ columns
+            flat = hidden.reshape(rows, hidden.shape[-1])
+            if rows == 1:
+                columns = self._output_columns(weight)
+                if columns is not None:
+                    logits = flat @ columns
+            elif 1 < rows <= BLOCKED_MAX_ROWS:
+                logits = _blocked_projection(weight.detach(), flat)
+            if logits is not None:
+                logits = logits.reshape(*hidden.shape[:-1], logits.shape[-1])
+        if logits is None:
+            logits = self.output(hidden)
         return logits.float()
 
     def _output_columns(self, weight: Tensor) -> Tensor | None:
@@ -441,6 +454,36 @@ class TextDecoder(nn.Module):
             self._columns = weight.detach().t().contiguous()
             self._columns_key = key
         return self._columns
+
+
+VOCAB_BLOCK_ROWS = 2048
+"""Embedding rows per block of :func:`_blocked_projection` (any size from 1024 to 4096 measured alike)."""
+
+BLOCKED_MAX_ROWS = 32
+"""Most hidden rows projected block by block; more rows go through one plain matrix product."""
+
+
+def _blocked_projection(weight: Tensor, hidden: Tensor) -> Tensor:
+    """``hidden @ weight.T`` as one batched product over blocks of embedding rows.
+
+    Args:
+        weight: (vocab, W) contiguous embedding.
+        hidden: (R, W) rows, R small (a decoding step).
+
+    Returns:
+        (R, vocab) products in the weight's dtype.
+    """
+    vocab, width = weight.shape
+    rows = hidden.shape[0]
+    full = vocab // VOCAB_BLOCK_ROWS * VOCAB_BLOCK_ROWS
+    out = hidden.new_empty(rows, vocab)
+    if full:
+        blocks = weight[:full].view(full // VOCAB_BLOCK_ROWS, VOCAB_BLOCK_ROWS, width)
+        products = torch.bmm(blocks, hidden.t().expand(blocks.shape[0], width, rows))  # (blocks, block rows, R)
+        out[:, :full] = products.view(full, rows).t()
+    if full < vocab:
+        out[:, full:] = hidden @ weight[full:].t()
+    return out
 
 
 class Whisper(nn.Module):
@@ -499,8 +542,10 @@ class Whisper(nn.Module):
 
 
 __all__ = [
+    "BLOCKED_MAX_ROWS",
     "MAX_TIMESCALE",
     "MLP",
+    "VOCAB_BLOCK_ROWS",
     "AudioEncoder",
     "CrossAttention",
     "DecoderBlock",
