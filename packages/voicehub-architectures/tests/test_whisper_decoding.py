@@ -114,6 +114,31 @@ def test_batched_windows_equal_one_by_one_with_offsets(tiny, clips) -> None:
         assert transcript.segments[-1].end_s <= offset + transcript.duration_s + 0.02
 
 
+def test_finished_windows_leave_the_batch_and_the_rest_decode_as_alone(tiny, clips) -> None:
+    """A short clip next to a long one: once the short one's transcript ends, steps run on one row,
+    and both transcripts and their log-probabilities are what each gets alone."""
+    rows_per_step: list[int] = []
+    decode = tiny.model.decode
+
+    def counting(tokens, state, **kwargs):
+        rows_per_step.append(tokens.shape[0])
+        return decode(tokens, state, **kwargs)
+
+    short, long = clips[0][: 16000 * 2], clips[1]
+    tiny.model.decode = counting
+    try:
+        batch = tiny.transcribe_windows([short, long], options=GREEDY)
+    finally:
+        del tiny.model.decode
+    assert rows_per_step[0] == 2 and rows_per_step[-1] == 1
+    for transcript, audio in zip(batch, (short, long), strict=True):
+        alone = tiny.transcribe_windows([audio], options=GREEDY)[0]
+        assert [s.tokens for s in transcript.segments] == [s.tokens for s in alone.segments]
+        assert [s.avg_logprob for s in transcript.segments] == pytest.approx(
+            [s.avg_logprob for s in alone.segments], abs=1e-4
+        )
+
+
 def test_batched_word_alignment_equals_one_by_one_and_can_skip_probabilities(tiny, clips) -> None:
     """Windows of different lengths aligned in one padded pass get the words each gets alone; without
     word probabilities the times are the same and the probability is None."""

@@ -38,7 +38,7 @@ from torch import Tensor
 
 from voicehub.architectures.errors import DecodingOptionError
 from voicehub.architectures.whisper.config import WhisperGenerationConfig
-from voicehub.architectures.whisper.model import Whisper
+from voicehub.architectures.whisper.model import DecoderState, Whisper
 from voicehub.architectures.whisper.tokenizer import Task, WhisperTokenizer
 
 DEFAULT_TEMPERATURES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -387,13 +387,14 @@ class WhisperDecoder:
         active = torch.ones(rows, dtype=torch.bool)  # ``not done``, as a mask for the log-probability sums
         beams = [_Beam() for _ in range(windows)] if beam else []
         max_candidates = round(options.beam_size * options.patience)
+        live = list(range(rows))  # the rows still in the decoder state, in its order (all of them for beams)
         step = 0
         while True:
             logits[:, self.suppress] = -math.inf
             if step == 0 and options.suppress_blank:
                 logits[:, self.begin_suppress] = -math.inf
             if timestamp_rules is not None:
-                logprobs = timestamp_rules.apply(logits, sampled)
+                logprobs = timestamp_rules.apply(logits, [sampled[row] for row in live])
             else:
                 logprobs = F.log_softmax(logits, dim=-1)
             if beam:
@@ -409,11 +410,13 @@ class WhisperDecoder:
                 else:
                     chosen = logits.argmax(dim=-1)
                 chosen_logprobs = logprobs.gather(1, chosen[:, None])[:, 0].double().cpu()
-                sum_logprobs += torch.where(active, chosen_logprobs, 0.0)
+                live_rows = torch.tensor(live)
+                sum_logprobs[live_rows] += torch.where(active[live_rows], chosen_logprobs, 0.0)
                 next_tokens = chosen.tolist()
-                for row, token in enumerate(next_tokens):
+                for position, token in enumerate(next_tokens):
+                    row = live[position]
                     if done[row]:
-                        next_tokens[row] = special.eot
+                        next_tokens[position] = special.eot
                         continue
                     if token == special.eot:
                         done[row] = True
@@ -424,6 +427,8 @@ class WhisperDecoder:
             step += 1
             if finished or step >= sample_len or sample_begin + step >= max_length:
                 break
+            if not beam:
+                live, next_tokens = _drop_finished_windows(state, live, next_tokens, done, group)
             hidden, _ = self.model.decode(torch.tensor(next_tokens, device=device)[:, None], state)
             logits = self.model.decoder.logits(hidden[:, 0])
         if beam:
@@ -579,6 +584,33 @@ class WhisperDecoder:
             best = max(passing or tried[window], key=lambda r: r.avg_logprob)
             final[window] = dataclasses.replace(best, temperature=tried[window][-1].temperature)
         return [result for result in final if result is not None]
+
+
+def _drop_finished_windows(
+    state: DecoderState, live: list[int], next_tokens: list[int], done: list[bool], group: int
+) -> tuple[list[int], list[int]]:
+    """Take the windows whose every row has finished out of ``state`` (greedy decoding and sampling).
+
+    A batch of windows decodes until its longest transcript ends; a finished window's rows would
+    otherwise be carried through every remaining step (attention over its audio, the vocabulary
+    projection) only to be ignored. Their rows leave the state as soon as the whole window is done.
+
+    Args:
+        state: the batch's decoder state; its rows are ``live`` (original row numbers, in order).
+        live: original row of each state row.
+        next_tokens: next input token of each state row.
+        done: per original row, whether it has finished.
+        group: rows per window (samples).
+
+    Returns:
+        The remaining rows' original numbers and next tokens.
+    """
+    kept = [start for start in range(0, len(live), group) if not all(done[row] for row in live[start : start + group])]
+    if len(kept) * group == len(live):
+        return live, next_tokens
+    state.keep_windows(torch.tensor([start // group for start in kept]))
+    positions = [start + j for start in kept for j in range(group)]
+    return [live[p] for p in positions], [next_tokens[p] for p in positions]
 
 
 __all__ = ["DEFAULT_TEMPERATURES", "DecodingOptions", "DecodingResult", "WhisperDecoder", "compression_ratio"]

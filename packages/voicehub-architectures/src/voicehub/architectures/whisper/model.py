@@ -115,6 +115,21 @@ class DecoderState:
             layer.self_key[:, :, :valid] = layer.self_key[rows, :, :valid]
             layer.self_value[:, :, :valid] = layer.self_value[rows, :, :valid]
 
+    def keep_windows(self, windows: Tensor) -> None:
+        """Keep only the given audio windows (int64 indices, in order) and their ``group_size`` rows each.
+
+        Decoding drops windows that have finished, so later steps run on the rest only. The cross-
+        attention keys and values of the kept windows and their rows' self-attention caches are
+        copied into new, smaller tensors.
+        """
+        group = self.group_size
+        rows = (windows[:, None] * group + torch.arange(group, device=windows.device)).reshape(-1)
+        for layer in self.layers:
+            layer.self_key = layer.self_key.index_select(0, rows)
+            layer.self_value = layer.self_value.index_select(0, rows)
+            layer.cross_key = layer.cross_key.index_select(0, windows)
+            layer.cross_value = layer.cross_value.index_select(0, windows)
+
 
 class SelfAttention(nn.Module):
     """Multi-head self-attention with a fused query/key/value projection."""
