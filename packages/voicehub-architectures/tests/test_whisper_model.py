@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import io
+import pickle
 
 import pytest
 import torch
@@ -196,6 +198,11 @@ def test_whisper_logits_fast_routes_equal_the_plain_projection_and_follow_weight
         weight.mul_(-2.0)  # an optimizer step changes the embedding in place: the column copy is remade
         after = decoder.logits(hidden)
     assert (after + 2.0 * before).abs().max() < 1e-6 * before.abs().max()
+    assert decoder._columns is not None
+    copied = copy.deepcopy(decoder)  # pickling and copies leave the derived copy behind
+    assert copied._columns is None and pickle.loads(pickle.dumps(decoder))._columns is None
+    with torch.no_grad():
+        assert torch.equal(copied.logits(hidden), after)
     # Training: the embedding gets its gradient through the plain product.
     decoder.logits(torch.randn(1, 64)).sum().backward()
     assert weight.grad is not None and weight.grad.abs().sum() > 0

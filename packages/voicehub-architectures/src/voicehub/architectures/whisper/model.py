@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -326,6 +326,12 @@ class TextDecoder(nn.Module):
         self._columns_key: tuple[object, ...] | None = None
         self._tie_output()
         self.register_load_state_dict_post_hook(_retie_after_load)  # type: ignore[no-untyped-call]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle and deep-copy without the column-major copy of the embedding (remade on first use)."""
+        state = dict(super().__getstate__())  # type: ignore[no-untyped-call]
+        state["_columns"] = state["_columns_key"] = None
+        return state
 
     def _tie_output(self) -> None:
         """Point the output projection at the current embedding matrix (after a load replaced it)."""
