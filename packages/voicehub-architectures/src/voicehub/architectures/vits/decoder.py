@@ -42,7 +42,7 @@ def onednn_usable(x: Tensor) -> bool:
 
 
 class _PackedWeight:
-    """A weight reordered for oneDNN, keyed by the source tensor's storage and version.
+    """A weight (times a scale) reordered for oneDNN, keyed by the source tensor's storage and version.
 
     Never saved, copied or pickled: a copy of the module starts empty and packs again on first use.
     """
@@ -50,13 +50,15 @@ class _PackedWeight:
     __slots__ = ("key", "tensor")
 
     def __init__(self) -> None:
-        self.key: tuple[int, int] | None = None
+        self.key: tuple[int, int, float] | None = None
         self.tensor: Tensor | None = None
 
-    def get(self, weight: Tensor, pack: Callable[[Tensor], Tensor]) -> Tensor:
-        key = (weight.data_ptr(), weight._version)
+    def get(self, weight: Tensor, scale: float, pack: Callable[[Tensor], Tensor]) -> Tensor:
+        """The packed ``weight * scale`` (a (C_out, C_in, 1, k) tensor handed to ``pack``)."""
+        key = (weight.data_ptr(), weight._version, scale)
         if self.tensor is None or self.key != key:
-            self.tensor, self.key = pack(weight.detach().unsqueeze(2)), key
+            source = weight.detach().unsqueeze(2)
+            self.tensor, self.key = pack(source if scale == 1.0 else source * scale), key
         return self.tensor
 
     def __deepcopy__(self, memo: dict[int, object]) -> _PackedWeight:
@@ -88,23 +90,27 @@ class TimeConv1d(nn.Conv1d):
     def _onednn_args(self) -> tuple[list[int], list[int], list[int], int]:
         return [0, int(self.padding[0])], [1, self.stride[0]], [1, self.dilation[0]], self.groups
 
-    def _packed(self, x: Tensor) -> Tensor:
+    def _packed(self, x: Tensor, scale: float = 1.0) -> Tensor:
         if "_packed_weight" not in self.__dict__:
             self._packed_weight = _PackedWeight()
         padding, stride, dilation, groups = self._onednn_args()
         return self._packed_weight.get(
             self.weight,
+            scale,
             lambda w: torch.ops.mkldnn._reorder_convolution_weight(w, padding, stride, dilation, groups, list(x.shape)),
         )
 
-    def onednn(self, x: Tensor, activation: str = "none", scalars: Sequence[float] = ()) -> Tensor:
-        """:meth:`forward` with a fused ``activation`` ("none", "tanh", "leaky_relu" with ``scalars`` [slope]).
+    def onednn(
+        self, x: Tensor, activation: str = "none", scalars: Sequence[float] = (), *, scale: float = 1.0
+    ) -> Tensor:
+        """:meth:`forward` of ``x * scale`` with a fused ``activation`` ("none", "tanh", "leaky_relu" with
+        ``scalars`` [slope]); the scale is folded into the packed weight.
 
         ``x`` is channels-last (batch, C_in, 1, T) and :func:`onednn_usable`; the output is channels-last.
         """
         padding, stride, dilation, groups = self._onednn_args()
         out: Tensor = torch.ops.mkldnn._convolution_pointwise(
-            x, self._packed(x), self.bias, padding, stride, dilation, groups, activation, list(scalars), ""
+            x, self._packed(x, scale), self.bias, padding, stride, dilation, groups, activation, list(scalars), ""
         )
         return out
 
@@ -127,13 +133,14 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
             x, self.weight.unsqueeze(2), self.bias, (1, self.stride[0]), (0, int(self.padding[0])), groups=self.groups
         )
 
-    def onednn(self, x: Tensor) -> Tensor:
-        """:meth:`forward` with the weight packed once (``x`` as in :meth:`TimeConv1d.onednn`)."""
+    def onednn(self, x: Tensor, *, scale: float = 1.0) -> Tensor:
+        """:meth:`forward` of ``x * scale`` with the weight packed once (as in :meth:`TimeConv1d.onednn`)."""
         if "_packed_weight" not in self.__dict__:
             self._packed_weight = _PackedWeight()
         padding, stride = [0, int(self.padding[0])], [1, self.stride[0]]
         weight = self._packed_weight.get(
             self.weight,
+            scale,
             lambda w: torch.ops.mkldnn._reorder_convolution_transpose_weight(
                 w, padding, [0, 0], stride, [1, 1], self.groups, list(x.shape)
             ),
@@ -177,27 +184,26 @@ class ResBlock(nn.Module):
                 x = conv(masked(F.leaky_relu(x, LRELU_SLOPE))).add_(x)
         return x
 
-    def onednn(self, x: Tensor, scratch: Tensor, clear: Callable[[Tensor], Tensor]) -> Tensor:
-        """:meth:`forward` on the oneDNN path; ``x`` is kept, the result is a new tensor.
+    def onednn(self, x: Tensor, activated: Tensor, scratch: Tensor, clear: Callable[[Tensor], Tensor]) -> Tensor:
+        """:meth:`forward` on the oneDNN path; ``x`` and ``activated`` are kept, the result is a new tensor.
 
         Args:
             x: float32 channels-last (batch, C, 1, T).
-            scratch: a buffer like ``x`` for the activated inputs (overwritten).
+            activated: ``clear(leaky_relu(x))``, shared by the blocks of a stage.
+            scratch: a buffer like ``x`` for the later activated inputs (overwritten).
             clear: zeroes the padded tail of a (batch, C, 1, T) tensor in place and returns it (the
                 mask of :meth:`forward`).
         """
         slope = [LRELU_SLOPE]
-        if self.kind == "1":
-            y = x
-            for i, (conv1, conv2) in enumerate(zip(self.convs1, self.convs2, strict=True)):
-                torch.ops.aten.leaky_relu.out(y, LRELU_SLOPE, out=scratch)
-                xt = clear(conv1.onednn(clear(scratch), "leaky_relu", slope))
-                y = conv2.onednn_add(xt, y, in_place=i > 0)
-            return y
         y = x
+        if self.kind == "1":
+            for i, (conv1, conv2) in enumerate(zip(self.convs1, self.convs2, strict=True)):
+                source = activated if i == 0 else clear(torch.ops.aten.leaky_relu.out(y, LRELU_SLOPE, out=scratch))
+                y = conv2.onednn_add(clear(conv1.onednn(source, "leaky_relu", slope)), y, in_place=i > 0)
+            return y
         for i, conv in enumerate(self.convs):
-            torch.ops.aten.leaky_relu.out(y, LRELU_SLOPE, out=scratch)
-            y = conv.onednn_add(clear(scratch), y, in_place=i > 0)
+            source = activated if i == 0 else clear(torch.ops.aten.leaky_relu.out(y, LRELU_SLOPE, out=scratch))
+            y = conv.onednn_add(source, y, in_place=i > 0)
         return y
 
 
@@ -276,16 +282,21 @@ class Generator(nn.Module):
         x = self.conv_pre.onednn(clear(x.copy_(z.unsqueeze(2))))
         if g is not None:
             x = x.add_(self.cond(g).unsqueeze(2))
+        # x holds num_kernels times a stage's output: leaky ReLU commutes with a positive scale, so the
+        # division is folded into the next convolution's packed weight.
+        scale = 1.0
         for i, (rate, up) in enumerate(zip(self.rates, self.ups, strict=True)):
-            x = up.onednn(clear(F.leaky_relu_(x, LRELU_SLOPE)))
+            x = up.onednn(clear(F.leaky_relu_(x, LRELU_SLOPE)), scale=scale)
             samples_per_frame *= rate
+            activated = clear(F.leaky_relu(x, LRELU_SLOPE))
             scratch = torch.empty_like(x)
             blocks = self.resblocks[i * self.num_kernels : (i + 1) * self.num_kernels]
-            total = blocks[0].onednn(x, scratch, clear)
+            total = blocks[0].onednn(x, activated, scratch, clear)
             for block in blocks[1:]:
-                total = total.add_(block.onednn(x, scratch, clear))
-            x = total.div_(self.num_kernels)
-        return self.conv_post.onednn(clear(F.leaky_relu_(x)), "tanh")[:, 0, 0]
+                total = total.add_(block.onednn(x, activated, scratch, clear))
+            x = total
+            scale = 1.0 / self.num_kernels
+        return self.conv_post.onednn(clear(F.leaky_relu_(x)), "tanh", scale=scale)[:, 0, 0]
 
 
 __all__ = ["LRELU_SLOPE", "Generator", "ResBlock", "TimeConv1d", "TimeConvTranspose1d", "onednn_usable"]
