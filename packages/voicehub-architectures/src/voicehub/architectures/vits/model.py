@@ -49,6 +49,7 @@ from voicehub.architectures.vits.config import (
     check_scales,
 )
 from voicehub.architectures.vits.decoder import Generator
+from voicehub.architectures.vits.flow import ResidualCouplingBlock
 from voicehub.architectures.vits.layers import LayerNorm, PointwiseConv1d, sequence_mask
 from voicehub.core.errors import InferenceOptionError
 
@@ -56,12 +57,13 @@ MASK_VALUE = -1e4
 """Attention logit given to padded keys (upstream VITS value; exp(-1e4) underflows to 0 in float32)."""
 
 SHAPE_BUCKET = 32
-"""Latent frames are padded (and masked) up to a multiple of this before the decoder runs: oneDNN builds convolution kernels per input shape (a new length cost the decoder ~75 ms,
-measured against ~125 ms of work), and rounded lengths repeat from call to call, so the kernels it
-cached are reused. Phoneme ids and the flow's frames are not padded: the text side and the flow
+"""Latent frames are padded (and masked) up to a multiple of this before the decoder runs: oneDNN
+builds convolution kernels per input shape (a new length cost the decoder ~100 ms, measured
+against ~250 ms of work on one core), and rounded lengths repeat from call to call, so the kernels
+it cached are reused. Phoneme ids and the flow's frames are not padded: the text side and the flow
 showed no cost at a new length (measured 109-111 ids and 233-249 frames: first call = later
-calls, where the decoder's first call took ~100 ms more), while rounding 109 ids up to 128 cost
-the text side ~15 % and 240 frames up to 256 the flow ~7 %."""
+calls), while rounding 109 ids up to 128 cost the text side ~15 % and 240 frames up to 256 the
+flow ~7 %."""
 
 SPLINE_MIN_BIN = 1e-3
 """Smallest bin width, height and derivative of the rational-quadratic spline (upstream default)."""
@@ -358,85 +360,6 @@ class DurationPredictor(nn.Module):
         x = self.norm_2(torch.relu(self.conv_2(x * x_mask)))
         logw: Tensor = self.proj(x * x_mask)
         return logw * x_mask
-
-
-# ----------------------------------------------------------------------------- flow
-class WaveNet(nn.Module):
-    """Non-causal WaveNet (gated tanh-sigmoid units, residual and skip 1x1 convs), masked."""
-
-    def __init__(self, channels: int, kernel_size: int, dilation_rate: int, num_layers: int, cond: int) -> None:
-        super().__init__()
-        self.channels = channels
-        self.in_layers = nn.ModuleList()
-        self.res_skip_layers = nn.ModuleList()
-        for i in range(num_layers):
-            dilation = dilation_rate**i
-            self.in_layers.append(
-                nn.Conv1d(
-                    channels,
-                    2 * channels,
-                    kernel_size,
-                    dilation=dilation,
-                    padding=(kernel_size * dilation - dilation) // 2,
-                )
-            )
-            self.res_skip_layers.append(PointwiseConv1d(channels, 2 * channels if i < num_layers - 1 else channels, 1))
-        if cond:
-            self.cond_layer = PointwiseConv1d(cond, 2 * channels * num_layers, 1)
-
-    def forward(self, x: Tensor, x_mask: Tensor, g: Tensor | None) -> Tensor:
-        cond = self.cond_layer(g) if g is not None else None
-        output = torch.zeros_like(x)
-        last = len(self.in_layers) - 1
-        for i, (in_layer, res_skip) in enumerate(zip(self.in_layers, self.res_skip_layers, strict=True)):
-            x_in = in_layer(x)
-            if cond is not None:
-                x_in = x_in + cond[:, 2 * self.channels * i : 2 * self.channels * (i + 1)]
-            acts = torch.tanh(x_in[:, : self.channels]) * torch.sigmoid(x_in[:, self.channels :])
-            res_skip_acts = res_skip(acts)
-            if i < last:
-                x = (x + res_skip_acts[:, : self.channels]) * x_mask
-                output = output + res_skip_acts[:, self.channels :]
-            else:
-                output = output + res_skip_acts
-        return output * x_mask
-
-
-class ResidualCouplingLayer(nn.Module):
-    """Mean-only affine coupling: the second half of the channels is shifted by a WaveNet of the first."""
-
-    def __init__(self, config: VITSConfig) -> None:
-        super().__init__()
-        self.half_channels = config.inter_channels // 2
-        self.pre = PointwiseConv1d(self.half_channels, config.hidden_channels, 1)
-        self.enc = WaveNet(
-            config.hidden_channels,
-            config.flow_kernel_size,
-            config.flow_dilation_rate,
-            config.flow_num_layers,
-            config.speaker_channels,
-        )
-        self.post = PointwiseConv1d(config.hidden_channels, self.half_channels, 1)
-
-    def inverse(self, x: Tensor, x_mask: Tensor, g: Tensor | None) -> Tensor:
-        x0, x1 = x[:, : self.half_channels], x[:, self.half_channels :]
-        mean = self.post(self.enc(self.pre(x0) * x_mask, x_mask, g)) * x_mask
-        return torch.cat([x0, (x1 - mean) * x_mask], 1)
-
-
-class ResidualCouplingBlock(nn.Module):
-    """The normalizing flow: couplings at even indices of ``flows``, channel flips between them."""
-
-    def __init__(self, config: VITSConfig) -> None:
-        super().__init__()
-        self.flows = nn.ModuleDict(
-            {str(2 * i): ResidualCouplingLayer(config) for i in range(config.flow_num_couplings)}
-        )
-
-    def inverse(self, z: Tensor, y_mask: Tensor, g: Tensor | None) -> Tensor:
-        for name in sorted(self.flows, key=int, reverse=True):
-            z = cast(ResidualCouplingLayer, self.flows[name]).inverse(torch.flip(z, [1]), y_mask, g)
-        return z
 
 
 # ----------------------------------------------------------------------------- the generator
