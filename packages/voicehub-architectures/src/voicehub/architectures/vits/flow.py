@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from voicehub.architectures.vits.config import VITSConfig
-from voicehub.architectures.vits.layers import PointwiseConv1d
+from voicehub.architectures.vits.layers import PointwiseConv1d, time_major_conv1d, time_major_ready
 
 
 class WaveNet(nn.Module):
@@ -67,40 +67,18 @@ class WaveNet(nn.Module):
 
     def time_major_ready(self) -> bool:
         """Whether every layer is still a plain convolution (a pass may have replaced some)."""
-        return all(type(layer) is nn.Conv1d for layer in self.in_layers) and all(
+        return time_major_ready(*self.in_layers) and all(
             isinstance(layer, PointwiseConv1d) for layer in self.res_skip_layers
         )
 
-    def _taps(self) -> list[list[Tensor]]:
-        """Each input convolution's taps as contiguous (C, 2C) matrices, rebuilt when a weight changes."""
-        key = tuple((layer.weight.data_ptr(), layer.weight._version) for layer in self.in_layers)
-        cached: tuple[tuple[tuple[int, int], ...], list[list[Tensor]]] | None = self.__dict__.get("_tap_cache")
-        if cached is None or cached[0] != key:
-            taps = [
-                [layer.weight.detach()[:, :, k].t().contiguous() for k in range(layer.weight.shape[2])]
-                for layer in self.in_layers
-            ]
-            cached = (key, taps)
-            self.__dict__["_tap_cache"] = cached
-        return cached[1]
-
     def time_major(self, x: Tensor, mask: Tensor, cond: Tensor | None) -> Tensor:
         """:meth:`forward` of one item, time-major: ``x`` (T, C), ``mask`` (T, 1), ``cond`` (1, 2 C L) or None."""
-        length, channels = x.shape[0], self.channels
+        channels = self.channels
         output: Tensor | None = None
         last = len(self.in_layers) - 1
-        for i, (in_layer, res_skip, taps) in enumerate(
-            zip(self.in_layers, self.res_skip_layers, self._taps(), strict=True)
-        ):
-            dilation, pad = in_layer.dilation[0], int(in_layer.padding[0])
-            padded = F.pad(x, (0, 0, pad, pad))
-            x_in = (
-                torch.mm(padded[:length], taps[0])
-                if in_layer.bias is None
-                else torch.addmm(in_layer.bias, padded[:length], taps[0])
-            )
-            for k in range(1, len(taps)):
-                x_in.addmm_(padded[k * dilation : k * dilation + length], taps[k])
+        for i, (in_layer, res_skip) in enumerate(zip(self.in_layers, self.res_skip_layers, strict=True)):
+            pad = int(in_layer.padding[0])
+            x_in = time_major_conv1d(in_layer, x, pad, pad)
             if cond is not None:
                 x_in.add_(cond[:, 2 * channels * i : 2 * channels * (i + 1)])
             acts = torch.tanh(x_in[:, :channels]).mul_(torch.sigmoid(x_in[:, channels:]))

@@ -50,7 +50,13 @@ from voicehub.architectures.vits.config import (
 )
 from voicehub.architectures.vits.decoder import Generator
 from voicehub.architectures.vits.flow import ResidualCouplingBlock
-from voicehub.architectures.vits.layers import LayerNorm, PointwiseConv1d, sequence_mask
+from voicehub.architectures.vits.layers import (
+    LayerNorm,
+    PointwiseConv1d,
+    sequence_mask,
+    time_major_conv1d,
+    time_major_ready,
+)
 from voicehub.core.errors import InferenceOptionError
 
 MASK_VALUE = -1e4
@@ -138,6 +144,11 @@ class FeedForward(nn.Module):
         self.conv_2 = nn.Conv1d(filter_channels, channels, kernel_size)
 
     def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:
+        """(batch, channels, T) -> the same; one item without autograd runs time-major (:func:`time_major_conv1d`)."""
+        if x.shape[0] == 1 and not torch.is_grad_enabled() and time_major_ready(self.conv_1, self.conv_2):
+            mask = x_mask[0].t()  # (T, 1)
+            hidden = time_major_conv1d(self.conv_1, x[0].t() * mask, *self.padding).relu_().mul_(mask)
+            return time_major_conv1d(self.conv_2, hidden, *self.padding).mul_(mask).t().unsqueeze(0)
         x = torch.relu(self.conv_1(F.pad(x * x_mask, self.padding)))
         out: Tensor = self.conv_2(F.pad(x * x_mask, self.padding))
         return out * x_mask
