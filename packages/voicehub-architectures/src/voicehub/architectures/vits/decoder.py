@@ -28,6 +28,12 @@ from voicehub.architectures.vits.layers import PointwiseConv1d, sequence_mask
 LRELU_SLOPE = 0.1
 """Leaky-ReLU slope inside the HiFi-GAN decoder (the last activation uses PyTorch's default 0.01)."""
 
+WORKSPACE_MAX_BYTES = 32 * 2**20
+"""Largest activation buffer the oneDNN path keeps between calls (one of four; 32 MB holds the last
+stage of a ~11 s sentence at 22 kHz). A fresh buffer costs its first touch in page faults on every
+call (~2 ms per 8 MB measured, ~8 % of a sentence's decoder time); ONNX Runtime keeps its buffers
+in an arena for the same reason. Longer sentences get fresh buffers."""
+
 
 def onednn_usable(x: Tensor) -> bool:
     """Whether the oneDNN inference path can run on ``x``: float32 on the CPU, no autograd, not traced."""
@@ -184,26 +190,29 @@ class ResBlock(nn.Module):
                 x = conv(masked(F.leaky_relu(x, LRELU_SLOPE))).add_(x)
         return x
 
-    def onednn(self, x: Tensor, activated: Tensor, scratch: Tensor, clear: Callable[[Tensor], Tensor]) -> Tensor:
-        """:meth:`forward` on the oneDNN path; ``x`` and ``activated`` are kept, the result is a new tensor.
+    def onednn(
+        self, x: Tensor, activated: Tensor, scratch: Tensor, out: Tensor, clear: Callable[[Tensor], Tensor]
+    ) -> Tensor:
+        """:meth:`forward` on the oneDNN path, written into ``out``; ``x`` and ``activated`` are kept.
 
         Args:
             x: float32 channels-last (batch, C, 1, T).
             activated: ``clear(leaky_relu(x))``, shared by the blocks of a stage.
             scratch: a buffer like ``x`` for the later activated inputs (overwritten).
+            out: a buffer like ``x`` for the result (overwritten; returned).
             clear: zeroes the padded tail of a (batch, C, 1, T) tensor in place and returns it (the
                 mask of :meth:`forward`).
         """
         slope = [LRELU_SLOPE]
-        y = x
+        y = out.copy_(x)
         if self.kind == "1":
             for i, (conv1, conv2) in enumerate(zip(self.convs1, self.convs2, strict=True)):
                 source = activated if i == 0 else clear(torch.ops.aten.leaky_relu.out(y, LRELU_SLOPE, out=scratch))
-                y = conv2.onednn_add(clear(conv1.onednn(source, "leaky_relu", slope)), y, in_place=i > 0)
+                conv2.onednn_add(clear(conv1.onednn(source, "leaky_relu", slope)), y, in_place=True)
             return y
         for i, conv in enumerate(self.convs):
             source = activated if i == 0 else clear(torch.ops.aten.leaky_relu.out(y, LRELU_SLOPE, out=scratch))
-            y = conv.onednn_add(source, y, in_place=i > 0)
+            conv.onednn_add(source, y, in_place=True)
         return y
 
 
@@ -267,6 +276,19 @@ class Generator(nn.Module):
             )
         )
 
+    def _workspace(self, name: str, like: Tensor) -> Tensor:
+        """A channels-last float32 buffer shaped like ``like`` (contents undefined), kept between calls
+        up to :data:`WORKSPACE_MAX_BYTES` (not a parameter or buffer: never saved)."""
+        batch, channels, height, width = like.shape
+        size = like.numel()
+        if size * like.element_size() > WORKSPACE_MAX_BYTES:
+            return torch.empty_like(like, memory_format=torch.channels_last)
+        kept: dict[str, Tensor] = self.__dict__.setdefault("_onednn_workspace", {})
+        flat = kept.get(name)
+        if flat is None or flat.numel() < size or flat.device != like.device or flat.dtype != like.dtype:
+            flat = kept[name] = torch.empty(size, dtype=like.dtype, device=like.device)
+        return flat[:size].view(batch, height, width, channels).permute(0, 3, 1, 2)
+
     def _forward_onednn(self, z: Tensor, g: Tensor | None, frame_lengths: Tensor | None) -> Tensor:
         """:meth:`forward` on the oneDNN path (see the module docstring); the same result."""
         lengths = None if frame_lengths is None else frame_lengths.tolist()
@@ -288,12 +310,12 @@ class Generator(nn.Module):
         for i, (rate, up) in enumerate(zip(self.rates, self.ups, strict=True)):
             x = up.onednn(clear(F.leaky_relu_(x, LRELU_SLOPE)), scale=scale)
             samples_per_frame *= rate
-            activated = clear(F.leaky_relu(x, LRELU_SLOPE))
-            scratch = torch.empty_like(x)
+            activated = clear(torch.ops.aten.leaky_relu.out(x, LRELU_SLOPE, out=self._workspace("activated", x)))
+            scratch, block_out = self._workspace("scratch", x), self._workspace("block", x)
             blocks = self.resblocks[i * self.num_kernels : (i + 1) * self.num_kernels]
-            total = blocks[0].onednn(x, activated, scratch, clear)
+            total = blocks[0].onednn(x, activated, scratch, self._workspace("total", x), clear)
             for block in blocks[1:]:
-                total = total.add_(block.onednn(x, activated, scratch, clear))
+                total = total.add_(block.onednn(x, activated, scratch, block_out, clear))
             x = total
             scale = 1.0 / self.num_kernels
         return self.conv_post.onednn(clear(F.leaky_relu_(x)), "tanh", scale=scale)[:, 0, 0]
