@@ -17,6 +17,7 @@ plain path up to float rounding.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -41,7 +42,7 @@ def onednn_usable(x: Tensor) -> bool:
         x.device.type == "cpu"
         and x.dtype == torch.float32
         and not torch.is_grad_enabled()
-        and bool(torch.backends.mkldnn.is_available())
+        and bool(torch.backends.mkldnn.is_available())  # type: ignore[no-untyped-call]
         and bool(torch._C._get_mkldnn_enabled())
         and not torch.compiler.is_compiling()
     )
@@ -120,15 +121,13 @@ class TimeConv1d(nn.Conv1d):
         )
         return out
 
-    def onednn_add(self, x: Tensor, residual: Tensor, *, in_place: bool) -> Tensor:
-        """``forward(x) + residual``, the sum fused into the convolution; written into ``residual`` if ``in_place``."""
+    def onednn_add_(self, x: Tensor, residual: Tensor) -> Tensor:
+        """``residual += forward(x)``, the sum fused into the convolution as a oneDNN post-op; returns ``residual``."""
         padding, stride, dilation, groups = self._onednn_args()
-        args = (x, self._packed(x), self.bias, padding, stride, dilation, groups, "add", None, None, [], None)
-        if in_place:
-            torch.ops.mkldnn._convolution_pointwise_(residual, *args)
-            return residual
-        out: Tensor = torch.ops.mkldnn._convolution_pointwise(args[0], residual, *args[1:])
-        return out
+        torch.ops.mkldnn._convolution_pointwise_(
+            residual, x, self._packed(x), self.bias, padding, stride, dilation, groups, "add", None, None, [], None
+        )
+        return residual
 
 
 class TimeConvTranspose1d(nn.ConvTranspose1d):
@@ -208,11 +207,12 @@ class ResBlock(nn.Module):
         if self.kind == "1":
             for i, (conv1, conv2) in enumerate(zip(self.convs1, self.convs2, strict=True)):
                 source = activated if i == 0 else clear(torch.ops.aten.leaky_relu.out(y, LRELU_SLOPE, out=scratch))
-                conv2.onednn_add(clear(conv1.onednn(source, "leaky_relu", slope)), y, in_place=True)
+                activated_1 = cast(TimeConv1d, conv1).onednn(source, "leaky_relu", slope)
+                cast(TimeConv1d, conv2).onednn_add_(clear(activated_1), y)
             return y
         for i, conv in enumerate(self.convs):
             source = activated if i == 0 else clear(torch.ops.aten.leaky_relu.out(y, LRELU_SLOPE, out=scratch))
-            conv.onednn_add(source, y, in_place=True)
+            cast(TimeConv1d, conv).onednn_add_(source, y)
         return y
 
 
@@ -308,11 +308,11 @@ class Generator(nn.Module):
         # division is folded into the next convolution's packed weight.
         scale = 1.0
         for i, (rate, up) in enumerate(zip(self.rates, self.ups, strict=True)):
-            x = up.onednn(clear(F.leaky_relu_(x, LRELU_SLOPE)), scale=scale)
+            x = cast(TimeConvTranspose1d, up).onednn(clear(F.leaky_relu_(x, LRELU_SLOPE)), scale=scale)
             samples_per_frame *= rate
             activated = clear(torch.ops.aten.leaky_relu.out(x, LRELU_SLOPE, out=self._workspace("activated", x)))
             scratch, block_out = self._workspace("scratch", x), self._workspace("block", x)
-            blocks = self.resblocks[i * self.num_kernels : (i + 1) * self.num_kernels]
+            blocks = [cast(ResBlock, b) for b in self.resblocks[i * self.num_kernels : (i + 1) * self.num_kernels]]
             total = blocks[0].onednn(x, activated, scratch, self._workspace("total", x), clear)
             for block in blocks[1:]:
                 total = total.add_(block.onednn(x, activated, scratch, block_out, clear))

@@ -76,7 +76,8 @@ class WaveNet(nn.Module):
         channels = self.channels
         output: Tensor | None = None
         last = len(self.in_layers) - 1
-        for i, (in_layer, res_skip) in enumerate(zip(self.in_layers, self.res_skip_layers, strict=True)):
+        for i, (in_module, res_skip_module) in enumerate(zip(self.in_layers, self.res_skip_layers, strict=True)):
+            in_layer, res_skip = cast(nn.Conv1d, in_module), cast(PointwiseConv1d, res_skip_module)
             pad = int(in_layer.padding[0])
             x_in = time_major_conv1d(in_layer, x, pad, pad)
             if cond is not None:
