@@ -286,7 +286,8 @@ class Generator(nn.Module):
         kept: dict[str, Tensor] = self.__dict__.setdefault("_onednn_workspace", {})
         flat = kept.get(name)
         if flat is None or flat.numel() < size or flat.device != like.device or flat.dtype != like.dtype:
-            flat = kept[name] = torch.empty(size, dtype=like.dtype, device=like.device)
+            with torch.inference_mode(False):  # a normal tensor: writable in and outside inference mode
+                flat = kept[name] = torch.empty(size, dtype=like.dtype, device=like.device)
         return flat[:size].view(batch, height, width, channels).permute(0, 3, 1, 2)
 
     def _forward_onednn(self, z: Tensor, g: Tensor | None, frame_lengths: Tensor | None) -> Tensor:
