@@ -16,6 +16,7 @@ plain path up to float rounding.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import cast
 
@@ -73,6 +74,20 @@ class _PackedWeight:
 
     def __reduce__(self) -> tuple[type[_PackedWeight], tuple[()]]:
         return (_PackedWeight, ())
+
+
+class _Workspace(threading.local):
+    """Activation buffers of the oneDNN path, one set per thread (concurrent calls on one model do
+    not share them). Never saved, copied or pickled: a copy starts empty."""
+
+    def __init__(self) -> None:
+        self.buffers: dict[str, Tensor] = {}
+
+    def __deepcopy__(self, memo: dict[int, object]) -> _Workspace:
+        return _Workspace()
+
+    def __reduce__(self) -> tuple[type[_Workspace], tuple[()]]:
+        return (_Workspace, ())
 
 
 class TimeConv1d(nn.Conv1d):
@@ -278,12 +293,13 @@ class Generator(nn.Module):
 
     def _workspace(self, name: str, like: Tensor) -> Tensor:
         """A channels-last float32 buffer shaped like ``like`` (contents undefined), kept between calls
-        up to :data:`WORKSPACE_MAX_BYTES` (not a parameter or buffer: never saved)."""
+        of this thread up to :data:`WORKSPACE_MAX_BYTES` (not a parameter or buffer: never saved)."""
         batch, channels, height, width = like.shape
         size = like.numel()
         if size * like.element_size() > WORKSPACE_MAX_BYTES:
             return torch.empty_like(like, memory_format=torch.channels_last)
-        kept: dict[str, Tensor] = self.__dict__.setdefault("_onednn_workspace", {})
+        workspace: _Workspace = self.__dict__.setdefault("_onednn_workspace", _Workspace())
+        kept = workspace.buffers
         flat = kept.get(name)
         if flat is None or flat.numel() < size or flat.device != like.device or flat.dtype != like.dtype:
             with torch.inference_mode(False):  # a normal tensor: writable in and outside inference mode
