@@ -213,12 +213,13 @@ class ResBlock(nn.Module):
             x: float32 channels-last (batch, C, 1, T).
             activated: ``clear(leaky_relu(x))``, shared by the blocks of a stage.
             scratch: a buffer like ``x`` for the later activated inputs (overwritten).
-            out: a buffer like ``x`` for the result (overwritten; returned).
+            out: a buffer like ``x`` for the result (overwritten; returned), or ``x`` itself when the
+                caller no longer needs it (then no copy is made).
             clear: zeroes the padded tail of a (batch, C, 1, T) tensor in place and returns it (the
                 mask of :meth:`forward`).
         """
         slope = [LRELU_SLOPE]
-        y = out.copy_(x)
+        y = x if out is x else out.copy_(x)
         if self.kind == "1":
             for i, (conv1, conv2) in enumerate(zip(self.convs1, self.convs2, strict=True)):
                 source = activated if i == 0 else clear(torch.ops.aten.leaky_relu.out(y, LRELU_SLOPE, out=scratch))
@@ -331,8 +332,9 @@ class Generator(nn.Module):
             scratch, block_out = self._workspace("scratch", x), self._workspace("block", x)
             blocks = [cast(ResBlock, b) for b in self.resblocks[i * self.num_kernels : (i + 1) * self.num_kernels]]
             total = blocks[0].onednn(x, activated, scratch, self._workspace("total", x), clear)
-            for block in blocks[1:]:
-                total = total.add_(block.onednn(x, activated, scratch, block_out, clear))
+            for j, block in enumerate(blocks[1:], start=2):
+                # The stage's last block may overwrite x (its own convolution's output): one copy fewer.
+                total = total.add_(block.onednn(x, activated, scratch, x if j == len(blocks) else block_out, clear))
             x = total
             scale = 1.0 / self.num_kernels
         return self.conv_post.onednn(clear(F.leaky_relu_(x)), "tanh", scale=scale)[:, 0, 0]
