@@ -21,7 +21,7 @@ repeat (ORT, native, ORT, native, ...) so that load changes hit both alike:
 set before torch starts; ``session.intra_op.allow_spinning=0``). On a CPU shared with other jobs,
 spinning OpenMP workers steal the cores the working threads need; measure both ways there.
 
-Usage: ``uv run python benchmarks/tts_speed.py [--repeats 5] [--threads 2] [--no-spin]``
+Usage: ``uv run python benchmarks/tts_speed.py [--repeats 5] [--threads 2] [--no-spin] [--no-batch]``
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-spin", action="store_true", help="idle threads sleep instead of spinning (both runtimes)")
+    parser.add_argument("--no-batch", action="store_true", help="skip the 16-sentence rows")
     args = parser.parse_args()
     if args.no_spin:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # read once, when the OpenMP runtime starts
@@ -158,6 +159,8 @@ def main() -> None:
             f"{min(native_first) / min(ort_first):12.2f}"
         )
 
+    if args.no_batch:
+        return
     native_generate(SIXTEEN[:2], True)  # warm-up
     ort_s, single_s, batched_s = [], [], []
     audio_16 = 0.0

@@ -7,7 +7,10 @@ no offline voice has.
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
+import pickle
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +26,7 @@ from voicehub.architectures.vits import (
     load_piper_voice,
     pad_phoneme_ids,
 )
+from voicehub.architectures.vits.layers import sequence_mask
 from voicehub.core.errors import ConfigError, InferenceOptionError, UnknownConfigKeyError
 
 VOICE = Path(
@@ -154,6 +158,63 @@ def test_batched_equals_one_by_one_with_explicit_noise_and_per_item_generators(v
         alone_seeded, _ = _alone(voice.model, sentence, generator=[torch.Generator().manual_seed(11 + row)])
         assert alone_seeded.numel() == int(seeded.num_samples[row])
         assert float((seeded.waveform[row, : alone_seeded.numel()] - alone_seeded).abs().max()) < BATCH_TOLERANCE
+
+
+FAST_PATH_TOLERANCE = {"decoder": 1e-5, "flow": 1e-4, "feed-forward": 2e-4}
+"""Largest |fast - plain| per part (measured 2.7e-7 on values up to 0.09, 6.7e-6 up to 12, 2.7e-5 up
+to 35): the same arithmetic, summed in another order."""
+
+
+def test_inference_fast_paths_equal_the_paths_training_runs(voice: PiperVoice) -> None:
+    """One item without autograd takes the oneDNN decoder (packed weights, fused adds, cleared tail of
+    a bucketed length, kept buffers) and the time-major flow and feed-forward; with autograd on, the
+    plain layers run. Both must give the same numbers, twice in a row (kept buffers reused)."""
+    model = voice.model
+    generator = torch.Generator().manual_seed(3)
+    z = torch.randn(1, 192, 64, generator=generator)
+    x = torch.randn(1, 192, 37, generator=generator)
+    frames, y_mask, x_mask = (
+        torch.tensor([41]),
+        sequence_mask(torch.tensor([41]), 41),
+        sequence_mask(torch.tensor([30]), 37),
+    )
+    parts = {
+        "decoder": lambda: model.dec(z, None, frames)[0, : 41 * 256],
+        "flow": lambda: model.flow.inverse(z[:, :, :41], y_mask, None),
+        "feed-forward": lambda: model.enc_p.encoder.ffn_layers[0](x, x_mask),
+    }
+    for name, run in parts.items():
+        with torch.enable_grad():
+            plain = run().detach()
+        with torch.no_grad():
+            fast, again = run(), run()
+        assert float((fast - plain).abs().max()) < FAST_PATH_TOLERANCE[name], name
+        assert torch.equal(fast, again), name
+        assert float(plain.abs().max()) > 1e-2, name  # a real signal, not zeros on both sides
+    assert "_onednn_workspace" in model.dec.__dict__  # the oneDNN path ran
+    assert "_time_major_taps" in model.flow.flows["0"].enc.in_layers[0].__dict__  # so did the time-major one
+
+
+def test_concurrent_calls_on_one_model_keep_their_own_audio(voice: PiperVoice) -> None:
+    """The decoder's kept buffers are per thread: four threads synthesizing two sentences at once
+    get exactly what each sentence gives alone, and so do a deep copy and a pickled copy."""
+    model = voice.model
+    alone = [_alone(model, ids, noise_scale=0.0, noise_w=0.0)[0] for ids in SENTENCES[:2]]
+    mismatches: list[int] = []
+
+    def worker(index: int) -> None:
+        for _ in range(3):
+            if not torch.equal(_alone(model, SENTENCES[index], noise_scale=0.0, noise_w=0.0)[0], alone[index]):
+                mismatches.append(index)
+
+    threads = [threading.Thread(target=worker, args=(i % 2,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert mismatches == []
+    for copied in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert torch.equal(_alone(copied, SENTENCES[0], noise_scale=0.0, noise_w=0.0)[0], alone[0])
 
 
 def test_same_seed_same_audio_other_seed_other_audio(voice: PiperVoice) -> None:

@@ -1,4 +1,5 @@
-"""Small layers shared by the VITS text encoder, flow and decoder: masks, channel LayerNorm, 1x1 convs."""
+"""Small layers shared by the VITS text encoder, flow and decoder: masks, channel LayerNorm, 1x1 convs,
+and time-major convolution of one item."""
 
 from __future__ import annotations
 
@@ -40,4 +41,50 @@ class PointwiseConv1d(nn.Conv1d):
         return out if self.bias is None else out.add_(self.bias[:, None])  # a fresh product: add in place
 
 
-__all__ = ["LayerNorm", "PointwiseConv1d", "sequence_mask"]
+def _taps(conv: nn.Conv1d) -> list[Tensor]:
+    """The k taps of ``conv``'s weight as contiguous (C_in, C_out) matrices, kept on the module and
+    rebuilt when the weight changes (never saved: not a parameter or buffer)."""
+    key = (conv.weight.data_ptr(), conv.weight._version, conv.weight.device)
+    cached: tuple[tuple[int, int, torch.device], list[Tensor]] | None = conv.__dict__.get("_time_major_taps")
+    if cached is None or cached[0] != key:
+        weight = conv.weight.detach()
+        cached = (key, [weight[:, :, k].t().contiguous() for k in range(weight.shape[2])])
+        conv.__dict__["_time_major_taps"] = cached
+    return cached[1]
+
+
+def time_major_conv1d(conv: nn.Conv1d, x: Tensor, left: int, right: int) -> Tensor:
+    """``conv`` (stride 1, one group) on one item held time-major, with ``left``/``right`` zero frames.
+
+    Each tap is one matrix product of a time-shifted block of rows of the padded input (a contiguous
+    view: no im2col copy) with the tap's (C_in, C_out) matrix, accumulated in place; BLAS runs these
+    faster than oneDNN runs the convolution on such short, wide inputs (192 -> 768 channels, k = 3,
+    109 frames: 1.5 ms against 2.5 ms on one AVX2 core).
+
+    Args:
+        conv: the convolution (its parameters are read as they are).
+        x: float (T, C_in).
+        left: zero frames before ``x``; ``left + right`` must be ``dilation * (k - 1)``.
+        right: zero frames after ``x``.
+
+    Returns:
+        float (T, C_out).
+    """
+    taps = _taps(conv)
+    length, dilation = x.shape[0], conv.dilation[0]
+    padded = F.pad(x, (0, 0, left, right))
+    out = torch.mm(padded[:length], taps[0]) if conv.bias is None else torch.addmm(conv.bias, padded[:length], taps[0])
+    for k in range(1, len(taps)):
+        out.addmm_(padded[k * dilation : k * dilation + length], taps[k])
+    return out
+
+
+def time_major_ready(*convs: nn.Module) -> bool:
+    """Whether :func:`time_major_conv1d` can stand in for these modules (plain stride-1, one-group Conv1d)."""
+    return all(
+        type(conv) is nn.Conv1d and conv.stride[0] == 1 and conv.groups == 1 and conv.padding_mode == "zeros"
+        for conv in convs
+    )
+
+
+__all__ = ["LayerNorm", "PointwiseConv1d", "sequence_mask", "time_major_conv1d", "time_major_ready"]

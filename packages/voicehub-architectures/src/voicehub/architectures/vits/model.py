@@ -49,17 +49,27 @@ from voicehub.architectures.vits.config import (
     check_scales,
 )
 from voicehub.architectures.vits.decoder import Generator
-from voicehub.architectures.vits.layers import LayerNorm, PointwiseConv1d, sequence_mask
+from voicehub.architectures.vits.flow import ResidualCouplingBlock
+from voicehub.architectures.vits.layers import (
+    LayerNorm,
+    PointwiseConv1d,
+    sequence_mask,
+    time_major_conv1d,
+    time_major_ready,
+)
 from voicehub.core.errors import InferenceOptionError
 
 MASK_VALUE = -1e4
 """Attention logit given to padded keys (upstream VITS value; exp(-1e4) underflows to 0 in float32)."""
 
 SHAPE_BUCKET = 32
-"""Phoneme ids and latent frames are padded (and masked) up to a multiple of this before the graph
-runs: oneDNN builds convolution kernels per input shape (a new length cost the decoder ~75 ms,
-measured against ~125 ms of work), and rounded lengths repeat from call to call, so the kernels it
-cached are reused."""
+"""Latent frames are padded (and masked) up to a multiple of this before the decoder runs: oneDNN
+builds convolution kernels per input shape (a new length cost the decoder ~100 ms, measured
+against ~250 ms of work on one core), and rounded lengths repeat from call to call, so the kernels
+it cached are reused. Phoneme ids and the flow's frames are not padded: the text side and the flow
+showed no cost at a new length (measured 109-111 ids and 233-249 frames: first call = later
+calls), while rounding 109 ids up to 128 cost the text side ~15 % and 240 frames up to 256 the
+flow ~7 %."""
 
 SPLINE_MIN_BIN = 1e-3
 """Smallest bin width, height and derivative of the rational-quadratic spline (upstream default)."""
@@ -134,6 +144,11 @@ class FeedForward(nn.Module):
         self.conv_2 = nn.Conv1d(filter_channels, channels, kernel_size)
 
     def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:
+        """(batch, channels, T) -> the same; one item without autograd runs time-major (:func:`time_major_conv1d`)."""
+        if x.shape[0] == 1 and not torch.is_grad_enabled() and time_major_ready(self.conv_1, self.conv_2):
+            mask = x_mask[0].t()  # (T, 1)
+            hidden = time_major_conv1d(self.conv_1, x[0].t() * mask, *self.padding).relu_().mul_(mask)
+            return time_major_conv1d(self.conv_2, hidden, *self.padding).mul_(mask).t().unsqueeze(0)
         x = torch.relu(self.conv_1(F.pad(x * x_mask, self.padding)))
         out: Tensor = self.conv_2(F.pad(x * x_mask, self.padding))
         return out * x_mask
@@ -358,85 +373,6 @@ class DurationPredictor(nn.Module):
         return logw * x_mask
 
 
-# ----------------------------------------------------------------------------- flow
-class WaveNet(nn.Module):
-    """Non-causal WaveNet (gated tanh-sigmoid units, residual and skip 1x1 convs), masked."""
-
-    def __init__(self, channels: int, kernel_size: int, dilation_rate: int, num_layers: int, cond: int) -> None:
-        super().__init__()
-        self.channels = channels
-        self.in_layers = nn.ModuleList()
-        self.res_skip_layers = nn.ModuleList()
-        for i in range(num_layers):
-            dilation = dilation_rate**i
-            self.in_layers.append(
-                nn.Conv1d(
-                    channels,
-                    2 * channels,
-                    kernel_size,
-                    dilation=dilation,
-                    padding=(kernel_size * dilation - dilation) // 2,
-                )
-            )
-            self.res_skip_layers.append(PointwiseConv1d(channels, 2 * channels if i < num_layers - 1 else channels, 1))
-        if cond:
-            self.cond_layer = PointwiseConv1d(cond, 2 * channels * num_layers, 1)
-
-    def forward(self, x: Tensor, x_mask: Tensor, g: Tensor | None) -> Tensor:
-        cond = self.cond_layer(g) if g is not None else None
-        output = torch.zeros_like(x)
-        last = len(self.in_layers) - 1
-        for i, (in_layer, res_skip) in enumerate(zip(self.in_layers, self.res_skip_layers, strict=True)):
-            x_in = in_layer(x)
-            if cond is not None:
-                x_in = x_in + cond[:, 2 * self.channels * i : 2 * self.channels * (i + 1)]
-            acts = torch.tanh(x_in[:, : self.channels]) * torch.sigmoid(x_in[:, self.channels :])
-            res_skip_acts = res_skip(acts)
-            if i < last:
-                x = (x + res_skip_acts[:, : self.channels]) * x_mask
-                output = output + res_skip_acts[:, self.channels :]
-            else:
-                output = output + res_skip_acts
-        return output * x_mask
-
-
-class ResidualCouplingLayer(nn.Module):
-    """Mean-only affine coupling: the second half of the channels is shifted by a WaveNet of the first."""
-
-    def __init__(self, config: VITSConfig) -> None:
-        super().__init__()
-        self.half_channels = config.inter_channels // 2
-        self.pre = PointwiseConv1d(self.half_channels, config.hidden_channels, 1)
-        self.enc = WaveNet(
-            config.hidden_channels,
-            config.flow_kernel_size,
-            config.flow_dilation_rate,
-            config.flow_num_layers,
-            config.speaker_channels,
-        )
-        self.post = PointwiseConv1d(config.hidden_channels, self.half_channels, 1)
-
-    def inverse(self, x: Tensor, x_mask: Tensor, g: Tensor | None) -> Tensor:
-        x0, x1 = x[:, : self.half_channels], x[:, self.half_channels :]
-        mean = self.post(self.enc(self.pre(x0) * x_mask, x_mask, g)) * x_mask
-        return torch.cat([x0, (x1 - mean) * x_mask], 1)
-
-
-class ResidualCouplingBlock(nn.Module):
-    """The normalizing flow: couplings at even indices of ``flows``, channel flips between them."""
-
-    def __init__(self, config: VITSConfig) -> None:
-        super().__init__()
-        self.flows = nn.ModuleDict(
-            {str(2 * i): ResidualCouplingLayer(config) for i in range(config.flow_num_couplings)}
-        )
-
-    def inverse(self, z: Tensor, y_mask: Tensor, g: Tensor | None) -> Tensor:
-        for name in sorted(self.flows, key=int, reverse=True):
-            z = cast(ResidualCouplingLayer, self.flows[name]).inverse(torch.flip(z, [1]), y_mask, g)
-        return z
-
-
 # ----------------------------------------------------------------------------- the generator
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class VITSNoise:
@@ -639,7 +575,7 @@ class VITSGenerator(nn.Module):
                 f"{tuple(noise.latent.shape)}"
             )
 
-        padded_ids = _bucket(num_ids)
+        padded_ids = num_ids  # no bucket on the text side (see SHAPE_BUCKET)
         x_mask = sequence_mask(lengths, padded_ids)
         x, m_p, logs_p = self.enc_p(_pad_to(ids, padded_ids), x_mask)
         g = (
@@ -661,17 +597,17 @@ class VITSGenerator(nn.Module):
         durations = torch.ceil(torch.exp(logw) * x_mask * length_scale)[:, 0].long()  # (batch, padded T_x) frames
         num_frames = durations.sum(dim=1).clamp_min(1)
         max_frames = int(num_frames.max())
-        padded_frames = _bucket(max_frames)
+        padded_frames = _bucket(max_frames)  # for the decoder only: the flow costs nothing extra at a new length
 
         # Monotonic length regulation: frame f belongs to the phoneme whose cumulative end first exceeds f.
         ends = durations.cumsum(dim=1)
-        frames = torch.arange(padded_frames, device=device).expand(batch, padded_frames).contiguous()
+        frames = torch.arange(max_frames, device=device).expand(batch, max_frames).contiguous()
         phoneme = torch.searchsorted(ends, frames, right=True)
         valid = (frames < ends[:, -1:]).unsqueeze(1)
         index = phoneme.clamp_max(padded_ids - 1).unsqueeze(1).expand(-1, self.config.inter_channels, -1)
         m_frames = torch.gather(m_p, 2, index) * valid
         logs_frames = torch.gather(logs_p, 2, index) * valid
-        y_mask = sequence_mask(num_frames, padded_frames)
+        y_mask = sequence_mask(num_frames, max_frames)
 
         if noise is not None:
             if noise.latent.shape[2] < max_frames:
@@ -683,8 +619,8 @@ class VITSGenerator(nn.Module):
             latent_noise = torch.zeros(batch, self.config.inter_channels, max_frames, device=device)
         else:
             latent_noise = _draw(generator, batch, self.config.inter_channels, num_frames, device)
-        z_p = m_frames + _pad_to(latent_noise, padded_frames) * torch.exp(logs_frames) * noise_scale
-        z = self.flow.inverse(z_p, y_mask, g) * y_mask
+        z_p = m_frames + latent_noise * torch.exp(logs_frames) * noise_scale
+        z = _pad_to(self.flow.inverse(z_p, y_mask, g) * y_mask, padded_frames)
 
         hop = self.config.hop_length
         num_samples = num_frames * hop

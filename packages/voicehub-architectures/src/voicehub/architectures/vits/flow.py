@@ -1,0 +1,160 @@
+"""The normalizing flow of VITS (reverse direction): mean-only affine couplings over WaveNet stacks.
+
+Kim et al. 2021, section 2.5.2 (the flow f_theta; jaywalnut310/vits ``modules.py`` ``WN`` and
+``ResidualCouplingLayer``, MIT). Module and parameter names follow upstream so checkpoints map one
+to one.
+
+Inference of one item without autograd runs time-major (:meth:`ResidualCouplingBlock.inverse`):
+activations are (T, C) matrices, every k-tap convolution is k matrix products of the weight's
+(C_in, C_out) taps with time-shifted row blocks of the padded input (contiguous views, no im2col
+copy), and 1x1 convolutions are ``linear``. The taps are rearranged once and kept (rebuilt when
+the weight changes). Measured on one AVX2 core for a 239-frame sentence: a 192 -> 384, k = 5 layer
+takes 2.3 ms this way against 2.7 ms for ``conv1d`` (ONNX Runtime: 2.5 ms). Same arithmetic; the
+result equals the channel-major path up to float rounding.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from voicehub.architectures.vits.config import VITSConfig
+from voicehub.architectures.vits.layers import PointwiseConv1d, time_major_conv1d, time_major_ready
+
+
+class WaveNet(nn.Module):
+    """Non-causal WaveNet (gated tanh-sigmoid units, residual and skip 1x1 convs), masked."""
+
+    def __init__(self, channels: int, kernel_size: int, dilation_rate: int, num_layers: int, cond: int) -> None:
+        super().__init__()
+        self.channels = channels
+        self.in_layers = nn.ModuleList()
+        self.res_skip_layers = nn.ModuleList()
+        for i in range(num_layers):
+            dilation = dilation_rate**i
+            self.in_layers.append(
+                nn.Conv1d(
+                    channels,
+                    2 * channels,
+                    kernel_size,
+                    dilation=dilation,
+                    padding=(kernel_size * dilation - dilation) // 2,
+                )
+            )
+            self.res_skip_layers.append(PointwiseConv1d(channels, 2 * channels if i < num_layers - 1 else channels, 1))
+        if cond:
+            self.cond_layer = PointwiseConv1d(cond, 2 * channels * num_layers, 1)
+
+    def forward(self, x: Tensor, x_mask: Tensor, g: Tensor | None) -> Tensor:
+        cond = self.cond_layer(g) if g is not None else None
+        output = torch.zeros_like(x)
+        last = len(self.in_layers) - 1
+        for i, (in_layer, res_skip) in enumerate(zip(self.in_layers, self.res_skip_layers, strict=True)):
+            x_in = in_layer(x)
+            if cond is not None:
+                x_in = x_in + cond[:, 2 * self.channels * i : 2 * self.channels * (i + 1)]
+            acts = torch.tanh(x_in[:, : self.channels]) * torch.sigmoid(x_in[:, self.channels :])
+            res_skip_acts = res_skip(acts)
+            if i < last:
+                x = (x + res_skip_acts[:, : self.channels]) * x_mask
+                output = output + res_skip_acts[:, self.channels :]
+            else:
+                output = output + res_skip_acts
+        return output * x_mask
+
+    def time_major_ready(self) -> bool:
+        """Whether every layer is still a plain convolution (a pass may have replaced some)."""
+        return time_major_ready(*self.in_layers) and all(
+            isinstance(layer, PointwiseConv1d) for layer in self.res_skip_layers
+        )
+
+    def time_major(self, x: Tensor, mask: Tensor, cond: Tensor | None) -> Tensor:
+        """:meth:`forward` of one item, time-major: ``x`` (T, C), ``mask`` (T, 1), ``cond`` (1, 2 C L) or None."""
+        channels = self.channels
+        output: Tensor | None = None
+        last = len(self.in_layers) - 1
+        for i, (in_module, res_skip_module) in enumerate(zip(self.in_layers, self.res_skip_layers, strict=True)):
+            in_layer, res_skip = cast(nn.Conv1d, in_module), cast(PointwiseConv1d, res_skip_module)
+            pad = int(in_layer.padding[0])
+            x_in = time_major_conv1d(in_layer, x, pad, pad)
+            if cond is not None:
+                x_in.add_(cond[:, 2 * channels * i : 2 * channels * (i + 1)])
+            acts = torch.tanh(x_in[:, :channels]).mul_(torch.sigmoid(x_in[:, channels:]))
+            res_skip_acts = F.linear(acts, res_skip.weight[:, :, 0], res_skip.bias)
+            skip = res_skip_acts[:, channels:] if i < last else res_skip_acts
+            if i < last:
+                x = (x + res_skip_acts[:, :channels]).mul_(mask)
+            output = skip if output is None else output + skip
+        if output is None:
+            raise ValueError("vits: a WaveNet needs at least one layer")
+        return output * mask
+
+
+class ResidualCouplingLayer(nn.Module):
+    """Mean-only affine coupling: the second half of the channels is shifted by a WaveNet of the first."""
+
+    def __init__(self, config: VITSConfig) -> None:
+        super().__init__()
+        self.half_channels = config.inter_channels // 2
+        self.pre = PointwiseConv1d(self.half_channels, config.hidden_channels, 1)
+        self.enc = WaveNet(
+            config.hidden_channels,
+            config.flow_kernel_size,
+            config.flow_dilation_rate,
+            config.flow_num_layers,
+            config.speaker_channels,
+        )
+        self.post = PointwiseConv1d(config.hidden_channels, self.half_channels, 1)
+
+    def inverse(self, x: Tensor, x_mask: Tensor, g: Tensor | None) -> Tensor:
+        x0, x1 = x[:, : self.half_channels], x[:, self.half_channels :]
+        mean = self.post(self.enc(self.pre(x0) * x_mask, x_mask, g)) * x_mask
+        return torch.cat([x0, (x1 - mean) * x_mask], 1)
+
+    def time_major_ready(self) -> bool:
+        """Whether :meth:`inverse_time_major` can run (the layers are still the plain ones)."""
+        return (
+            isinstance(self.pre, PointwiseConv1d)
+            and isinstance(self.post, PointwiseConv1d)
+            and self.enc.time_major_ready()
+        )
+
+    def inverse_time_major(self, x: Tensor, mask: Tensor, cond: Tensor | None) -> Tensor:
+        """:meth:`inverse` of one item, time-major: ``x`` (T, C), ``mask`` (T, 1), ``cond`` as in
+        :meth:`WaveNet.time_major`."""
+        x0, x1 = x[:, : self.half_channels], x[:, self.half_channels :]
+        hidden = F.linear(x0, self.pre.weight[:, :, 0], self.pre.bias).mul_(mask)
+        mean = F.linear(self.enc.time_major(hidden, mask, cond), self.post.weight[:, :, 0], self.post.bias).mul_(mask)
+        return torch.cat([x0, (x1 - mean).mul_(mask)], 1)
+
+
+class ResidualCouplingBlock(nn.Module):
+    """The normalizing flow: couplings at even indices of ``flows``, channel flips between them."""
+
+    def __init__(self, config: VITSConfig) -> None:
+        super().__init__()
+        self.flows = nn.ModuleDict(
+            {str(2 * i): ResidualCouplingLayer(config) for i in range(config.flow_num_couplings)}
+        )
+
+    def inverse(self, z: Tensor, y_mask: Tensor, g: Tensor | None) -> Tensor:
+        """Latent frames z_p (batch, C, T) -> z (batch, C, T); ``y_mask`` (batch, 1, T), ``g`` (batch, S, 1) or None.
+
+        One item without autograd runs time-major (see the module docstring).
+        """
+        layers = [cast(ResidualCouplingLayer, self.flows[name]) for name in sorted(self.flows, key=int, reverse=True)]
+        if z.shape[0] == 1 and not torch.is_grad_enabled() and all(layer.time_major_ready() for layer in layers):
+            frames, mask = z[0].t(), y_mask[0].t()  # (T, C), (T, 1)
+            for layer in layers:
+                cond = layer.enc.cond_layer(g)[:, :, 0] if g is not None else None
+                frames = layer.inverse_time_major(torch.flip(frames, [1]), mask, cond)
+            return frames.t().unsqueeze(0)
+        for layer in layers:
+            z = layer.inverse(torch.flip(z, [1]), y_mask, g)
+        return z
+
+
+__all__ = ["ResidualCouplingBlock", "ResidualCouplingLayer", "WaveNet"]
