@@ -55,3 +55,20 @@ def test_rttm_into_a_character_device_keeps_the_device(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert stat.S_ISCHR(null.stat().st_mode)
     assert sorted(item.name for item in tmp_path.iterdir()) == ["null"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a device that is always full)")
+@pytest.mark.parametrize(
+    "command",
+    [["models"], ["vad", str(CLIP)], ["synthesize", "Hello there.", "--output-raw", "--threads", "1"]],
+    ids=["models", "vad", "synthesize-raw"],
+)
+def test_standard_output_on_a_full_device_is_one_clear_error(command: list[str]) -> None:
+    """Small outputs fail at the final flush, a raw PCM stream at its first write: the same message."""
+    with open("/dev/full", "wb") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "voicehub", *command], stdout=full, stderr=subprocess.PIPE, text=True, check=False
+        )
+    assert result.returncode == 1, result.stderr
+    assert "could not write to standard output: No space left on device" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr, result.stderr

@@ -118,6 +118,11 @@ def test_transcribe_reports_bad_options_and_undecodable_files(tmp_path: Path) ->
     bad_language = CliRunner().invoke(main, args)
     assert bad_language.exit_code == 2 and "--language xx:" in bad_language.output, bad_language.output
     assert "English-only" in bad_language.output and not (tmp_path / "out").exists()
+    # So is translation on an English-only checkpoint.
+    args = ["transcribe", str(CLIP_0930), "--task", "translate", "-o", str(tmp_path / "out")]
+    bad_task = CliRunner().invoke(main, args)
+    assert bad_task.exit_code == 2 and "--task translate:" in bad_task.output, bad_task.output
+    assert "multilingual" in bad_task.output and not (tmp_path / "out").exists()
     junk = tmp_path / "junk.wav"
     junk.write_bytes(b"not audio at all")
     result = CliRunner().invoke(main, ["transcribe", str(junk), str(CLIP_0930), "-o", str(tmp_path), "--no-progress"])

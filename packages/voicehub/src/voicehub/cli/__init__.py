@@ -16,10 +16,13 @@ A new command is a module here with one ``click`` command, added to :data:`main`
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
+import sys
 import threading
 from types import FrameType
+from typing import Any
 
 import click
 
@@ -34,8 +37,34 @@ from voicehub.cli.vad import vad_command
 from voicehub.cli.verify import verify_command
 from voicehub.core.version import distribution_version
 
+_WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG})
+"""Errors of a write that failed for want of room or a broken device (a closed pipe, EPIPE, is click's)."""
 
-@click.group()
+
+class _VoiceHubGroup(click.Group):
+    """The command group: a failed write to standard output is one clear error, not a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # buffered output fails here, not later at interpreter exit
+            return result
+        except OSError as err:
+            if err.errno not in _WRITE_FAILURES:
+                raise
+            where = "standard output" if err.filename is None else str(err.filename)
+            try:
+                sys.stdout.flush()
+            except OSError:  # standard output itself is what fails: nothing more can go there
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                where = "standard output"
+            raise click.ClickException(
+                f"could not write to {where}: {err.strerror}; free space on its device or write elsewhere "
+                "(-o / --output-dir)"
+            ) from err
+
+
+@click.group(cls=_VoiceHubGroup)
 @click.version_option(distribution_version("voicehub"), prog_name="voicehub")
 def main() -> None:
     """VoiceHub: speech models (TTS, ASR, VAD, speaker verification) behind one API."""

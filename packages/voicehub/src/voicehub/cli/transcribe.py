@@ -200,16 +200,20 @@ def _read_stdin(sample_rate: int | None) -> AudioLike:
             ) from err
 
 
-def _check_checkpoint_options(model: Any, options: Any, language: str | None) -> Any:
-    """The options the loaded checkpoint judges (the language), once before any file: a usage error.
+def _check_checkpoint_options(model: Any, options: Any, language: str | None, task: str | None) -> Any:
+    """The options the loaded checkpoint judges (language, task), once before any file: a usage error.
 
     Raises:
-        click.UsageError: naming the flag (``--language``) and what this checkpoint accepts.
+        click.UsageError: naming the flag (``--language``, ``--task``) and what this checkpoint accepts.
     """
     try:
         return model.check_options(options)
     except InferenceOptionError as err:
-        flag = f"--language {language}: " if language is not None and "language" in str(err) else ""
+        flag = ""
+        if language is not None and "language" in str(err):
+            flag = f"--language {language}: "
+        elif task is not None and "task" in str(err):
+            flag = f"--task {task}: "
         raise click.UsageError(flag + str(err)) from err
 
 
@@ -308,8 +312,9 @@ def transcribe_command(
     """Transcribe each INPUT (raw PCM needs --sample-rate).
 
     Prints the transcripts on stdout (plain text by default; --output-format for one input, --jsonl
-    for several), each segment as it is decoded, or writes them into --output-dir. A file that fails
-    is logged and the others are still transcribed; the exit status is then 1.
+    for several), each segment as it is decoded, and with --output-dir also writes them there as files
+    (--output-format). A file that fails is logged and the others are still transcribed; the exit
+    status is then 1.
     """
     from voicehub.auto import AutoModelForSpeechRecognition
 
@@ -345,7 +350,7 @@ def transcribe_command(
         model = AutoModelForSpeechRecognition.from_pretrained(source, model_type=model_type, device=common.device)
         options = resolve_cli_options(model, overrides, {})  # bad options: a usage error naming the flag
         model.load()
-        options = _check_checkpoint_options(model, options, language)
+        options = _check_checkpoint_options(model, options, language, task)
         _LOG.info("%s loaded on %s in %.1f s", model.model_type, common.device, time.perf_counter() - started)
     except VoiceHubError as err:
         raise click.ClickException(str(err)) from err

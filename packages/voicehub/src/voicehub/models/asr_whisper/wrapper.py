@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from voicehub.architectures.errors import DecodingOptionError
 from voicehub.architectures.whisper.checkpoint import export_openai_checkpoint, load_whisper
 from voicehub.architectures.whisper.config import WhisperGenerationConfig
 from voicehub.architectures.whisper.decoding import DecodingOptions
@@ -195,9 +196,16 @@ class WhisperASRModel(PreTrainedASRModel[ASRWhisperConfig, ASRWhisperOptions, Wh
         }
 
     def _check_checkpoint_options(self, runtime: WhisperRuntime, options: ASRWhisperOptions) -> None:
-        """The language against this checkpoint's vocabulary (``"en"`` only on an English-only one)."""
+        """The language and task against this checkpoint's vocabulary (``"en"`` and ``"transcribe"`` only
+        on an English-only one)."""
         if options.language is not None:
             runtime.tokenizer.check_language(options.language)
+        if options.task == "translate" and not runtime.tokenizer.multilingual:
+            raise DecodingOptionError(
+                "task",
+                expected="'transcribe' on an English-only checkpoint (translation needs a multilingual one, e.g. base)",
+                actual=options.task,
+            )
 
     def _transcribe_windows(
         self,
