@@ -123,6 +123,7 @@ class DecoderState:
         copied into new, smaller tensors.
         """
         group = self.group_size
+        windows = windows.to(self.layers[0].cross_key.device)
         rows = (windows[:, None] * group + torch.arange(group, device=windows.device)).reshape(-1)
         for layer in self.layers:
             layer.self_key = layer.self_key.index_select(0, rows)
