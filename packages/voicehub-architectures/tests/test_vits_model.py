@@ -160,6 +160,32 @@ def test_batched_equals_one_by_one_with_explicit_noise_and_per_item_generators(v
         assert float((seeded.waveform[row, : alone_seeded.numel()] - alone_seeded).abs().max()) < BATCH_TOLERANCE
 
 
+def test_batched_items_on_two_threads_equal_one_by_one(voice: PiperVoice) -> None:
+    """With two intra-op threads a batch runs each item's flow and decoder on its own thread (one
+    intra-op thread each); the audio equals each sentence alone, and the caller keeps its two threads."""
+    ids, lengths = pad_phoneme_ids(SENTENCES)
+    decoder_threads: set[str] = set()
+    handle = voice.model.dec.register_forward_hook(
+        lambda _m, _a, _o: decoder_threads.add(threading.current_thread().name)
+    )
+    torch.set_num_threads(2)
+    try:
+        with torch.inference_mode():
+            out = voice.model(ids, lengths, noise_scale=0.0, noise_w=0.0)
+        assert torch.get_num_threads() == 2
+    finally:
+        handle.remove()
+        torch.set_num_threads(1)
+    assert len(decoder_threads) == 2, decoder_threads
+    for row, sentence in enumerate(SENTENCES):
+        alone, durations = _alone(voice.model, sentence, noise_scale=0.0, noise_w=0.0)
+        assert torch.equal(out.durations[row, : len(sentence)], durations)
+        batched = out.waveform[row, : int(out.num_samples[row])]
+        assert batched.shape == alone.shape
+        assert float((batched - alone).abs().max()) < BATCH_TOLERANCE
+        assert not out.waveform[row, int(out.num_samples[row]) :].any()
+
+
 FAST_PATH_TOLERANCE = {"decoder": 1e-5, "flow": 1e-4, "feed-forward": 2e-4}
 """Largest |fast - plain| per part (measured 2.7e-7 on values up to 0.09, 6.7e-6 up to 12, 2.7e-5 up
 to 35): the same arithmetic, summed in another order."""

@@ -105,10 +105,22 @@ def test_a_batch_equals_one_by_one_within_tolerance(tts: VITSTTSModel) -> None:
         assert got.metadata["phoneme_num_samples"] == want.metadata["phoneme_num_samples"]
 
 
-def test_stream_yields_sentences_whose_concatenation_equals_one_shot(tts: VITSTTSModel) -> None:
+@pytest.mark.parametrize(
+    ("threads", "expected_calls"),
+    [
+        (1, [[1], [1, 1], [1, 1, 1]]),
+        # From the second sentence on, one sentence per thread in one call; the third chunk was made ahead.
+        (2, [[1], [1, 2], [1, 2]]),
+    ],
+)
+def test_stream_yields_sentences_whose_concatenation_equals_one_shot(
+    tts: VITSTTSModel, threads: int, expected_calls: list[list[int]]
+) -> None:
     calls: list[int] = []
     module = tts.runtime.module
     handle = module.register_forward_hook(lambda _m, args, _o: calls.append(int(args[0].shape[0])))
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(threads)
     try:
         one_shot = tts.generate(THREE_SENTENCES, seed=5, sentence_silence_s=0.25)
         calls.clear()
@@ -119,8 +131,9 @@ def test_stream_yields_sentences_whose_concatenation_equals_one_shot(tts: VITSTT
             chunks.append(chunk)
     finally:
         handle.remove()
+        torch.set_num_threads(previous_threads)
     # The first chunk was handed over after ONE graph call on ONE sentence, before the other two ran.
-    assert calls_before_each_chunk == [[1], [1, 1], [1, 1, 1]]
+    assert calls_before_each_chunk == expected_calls
     assert [c.metadata["chunk_index"] for c in chunks] == [0, 1, 2]
     assert all(c.metadata["num_chunks"] == 3 for c in chunks)
     first = chunks[0].metadata["time_to_first_audio_s"]

@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from voicehub.architectures.parallel import map_single_threaded
 from voicehub.architectures.vits.config import (
     DDS_NUM_LAYERS,
     SPLINE_NUM_BINS,
@@ -620,34 +621,57 @@ class VITSGenerator(nn.Module):
         else:
             latent_noise = _draw(generator, batch, self.config.inter_channels, num_frames, device)
         z_p = m_frames + latent_noise * torch.exp(logs_frames) * noise_scale
-        z = _pad_to(self.flow.inverse(z_p, y_mask, g) * y_mask, padded_frames)
-
         hop = self.config.hop_length
         num_samples = num_frames * hop
         if frames_per_item is None:
             frames_per_item = device.type == "cpu"
+        threads = torch.get_num_threads() if device.type == "cpu" and not torch.is_grad_enabled() else 1
+        if frames_per_item and batch > 1 and threads > 1:
+            # Independent items: flow and decoder of each item on its own thread (see map_single_threaded).
+            audio = torch.zeros(batch, max_frames * hop, device=device)
+            counts = num_frames.tolist()
+
+            def synthesize_item(row: int) -> None:
+                count = counts[row]
+                g_row = g[row : row + 1] if g is not None else None
+                z_row = self.flow.inverse(z_p[row : row + 1, :, :count], y_mask[row : row + 1, :, :count], g_row)
+                audio[row, : count * hop] = self._decode_item(z_row, g_row)[0, : count * hop]
+
+            map_single_threaded(synthesize_item, sorted(range(batch), key=lambda row: -counts[row]), threads)
+            return self._output(audio, num_samples, durations[:, :num_ids], lengths, num_frames)
+
+        z = _pad_to(self.flow.inverse(z_p, y_mask, g) * y_mask, padded_frames)
         if frames_per_item:
             audio = torch.zeros(batch, max_frames * hop, device=device)
             for row, count in enumerate(num_frames.tolist()):
                 g_row = g[row : row + 1] if g is not None else None
-                rounded = _bucket(count)
-                decoded = self.dec(
-                    z[row : row + 1, :, :rounded], g_row, num_frames[row : row + 1] if rounded != count else None
-                )
-                audio[row, : count * hop] = decoded[0, : count * hop]
+                audio[row, : count * hop] = self._decode_item(z[row : row + 1, :, :count], g_row)[0, : count * hop]
         else:
             ragged = bool((num_frames != padded_frames).any())
             audio = self.dec(z, g, num_frames if ragged else None)[:, : max_frames * hop]
             if ragged:
                 audio = audio * sequence_mask(num_samples, audio.shape[1])[:, 0]
-        durations = durations[:, :num_ids]
+        return self._output(audio, num_samples, durations[:, :num_ids], lengths, num_frames)
+
+    def _decode_item(self, z: Tensor, g: Tensor | None) -> Tensor:
+        """Decode one item's latent frames (1, C, T_y) at the bucketed length (see :data:`SHAPE_BUCKET`):
+        the waveform (1, >= T_y * hop_length), zero after T_y frames."""
+        count = z.shape[2]
+        rounded = _bucket(count)
+        lengths = torch.tensor([count], device=z.device) if rounded != count else None
+        waveform: Tensor = self.dec(_pad_to(z, rounded), g, lengths)
+        return waveform
+
+    def _output(
+        self, audio: Tensor, num_samples: Tensor, durations: Tensor, lengths: Tensor, num_frames: Tensor
+    ) -> VITSOutput:
         return VITSOutput(
             waveform=audio,
             num_samples=num_samples,
             durations=durations,
             num_ids=lengths,
             num_frames=num_frames,
-            hop_length=hop,
+            hop_length=self.config.hop_length,
             sample_rate=self.config.sample_rate,
         )
 

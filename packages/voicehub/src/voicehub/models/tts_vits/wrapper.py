@@ -107,6 +107,22 @@ class _Audio:
     samples_per_id: np.ndarray
 
 
+@dataclasses.dataclass(slots=True)
+class _SynthesizedAhead:
+    """Sentences of one stream synthesized before their chunk was asked for, by sentence index."""
+
+    done: dict[int, _Audio] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _StreamPiece:
+    """One chunk of a stream: its sentence, the stream's sentences, and the audio synthesized ahead."""
+
+    sentence: _Sentence
+    all_sentences: Sequence[_Sentence]
+    ahead: _SynthesizedAhead
+
+
 def _id_labels(sentence: SentenceIds, id_map: dict[str, tuple[int, ...]]) -> list[str]:
     """The phoneme behind each id of ``sentence.ids`` (``^``, ``_`` pads, ``$`` included)."""
     labels = [BOS] * len(id_map[BOS]) + [PAD] * len(id_map[PAD])
@@ -307,13 +323,27 @@ class VITSTTSModel(PreTrainedTTSModel[TTSVITSConfig, TTSVITSOptions, VITSRuntime
             for i, ids in enumerate(found)
         ]
 
-    def _stream_pieces(self, runtime: VITSRuntime, text: str, options: TTSVITSOptions) -> list[_Sentence]:
-        return self._split(runtime, text, 0, self._settings(runtime, options))
+    def _stream_pieces(self, runtime: VITSRuntime, text: str, options: TTSVITSOptions) -> list[_StreamPiece]:
+        sentences = self._split(runtime, text, 0, self._settings(runtime, options))
+        ahead = _SynthesizedAhead()
+        return [_StreamPiece(sentence=sentence, all_sentences=sentences, ahead=ahead) for sentence in sentences]
 
     def _generate_piece(self, runtime: VITSRuntime, piece: object, index: int, options: TTSVITSOptions) -> TTSOutput:
-        if not isinstance(piece, _Sentence):
-            raise TypeError(f"{type(self).__name__}: expected a sentence from _stream_pieces, got {type(piece)}")
-        return self._output(runtime, piece.ids.text, self._synthesize(runtime, [piece]))
+        """One streamed sentence. The first runs alone (the time to first audio); from the second on,
+        the next ``torch.get_num_threads() - 1`` sentences are synthesized in the same call, one per
+        thread (see :func:`voicehub.architectures.parallel.map_single_threaded`), and kept for the
+        following chunks: two sentences on two threads take about the time of one split over both."""
+        if not isinstance(piece, _StreamPiece):
+            raise TypeError(f"{type(self).__name__}: expected a piece from _stream_pieces, got {type(piece)}")
+        sentence, ahead = piece.sentence, piece.ahead
+        audio = ahead.done.pop(sentence.index, None)
+        if audio is None:
+            count = 1 if sentence.index == 0 else max(1, torch.get_num_threads())
+            group = list(piece.all_sentences[sentence.index : sentence.index + count])
+            results = self._synthesize(runtime, group)
+            ahead.done.update((a.sentence.index, a) for a in results[1:])
+            audio = results[0]
+        return self._output(runtime, sentence.ids.text, [audio])
 
 
 __all__ = ["GRAPH_CONFIG_FILE", "VOICE_CONFIG_FILE", "VITSRuntime", "VITSTTSModel"]

@@ -1,0 +1,102 @@
+"""Independent pieces of work on the CPU's threads, one intra-op thread each.
+
+PyTorch parallelizes inside each operator (OpenMP / oneDNN / MKL): every operator opens a parallel
+region, splits its work and waits at a barrier. For independent items (the sentences of a batch),
+running each item on its own thread with a single intra-op thread does the same arithmetic with
+no barriers and with each thread's activations in its own cache. Measured on the 2-core test
+machine (VITS HiFi-GAN decoder, 256 latent frames, see docs/tts.md): one thread 190-240 ms per
+item; two items on two threads 190-250 ms each (2 items per ~230 ms), against 140-160 ms per item
+when one item at a time splits every operator over both threads.
+
+``torch.set_num_threads`` sets the calling thread's OpenMP team size and MKL thread count (both
+thread-local) and the default for threads created later; :func:`map_single_threaded` sets one
+thread on each worker it uses and on the caller while the items run, and restores the caller's
+count afterwards.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar, cast
+
+import torch
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_POOL_LOCK = threading.Lock()
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """The process's worker pool with at least ``workers`` threads (grown on demand, never shrunk)."""
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or workers > _POOL_SIZE:
+            # A smaller old pool is left to finish what it runs; its idle threads exit with the process.
+            _POOL, _POOL_SIZE = ThreadPoolExecutor(workers, thread_name_prefix="voicehub-item"), workers
+        return _POOL
+
+
+def map_single_threaded(function: Callable[[T], R], items: Sequence[T], num_threads: int) -> list[R]:
+    """``[function(item) for item in items]``, the items spread over ``num_threads`` threads (the
+    caller's included), each running with one intra-op thread.
+
+    Threads take the next item as they finish one (pass the items longest first to balance them).
+    The workers run in the caller's autograd mode (grad / no-grad / inference mode). With
+    ``num_threads <= 1`` or a single item the items run on the caller's thread, unchanged.
+
+    Args:
+        function: work on one item; must not depend on the other items' results.
+        items: the items.
+        num_threads: threads to use (the caller's intra-op thread count, typically).
+
+    Returns:
+        The results in the order of ``items``.
+
+    Raises:
+        Exception: the first exception an item raised (after every thread has stopped taking items).
+    """
+    workers = min(num_threads, len(items))
+    if workers <= 1:
+        return [function(item) for item in items]
+    results: list[R | None] = [None] * len(items)
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    next_index = 0
+    inference = torch.is_inference_mode_enabled()
+    grad = torch.is_grad_enabled()
+
+    def drain() -> None:
+        nonlocal next_index
+        torch.set_num_threads(1)
+        with torch.inference_mode(inference), torch.set_grad_enabled(grad and not inference):
+            while True:
+                with lock:
+                    if errors or next_index >= len(items):
+                        return
+                    index, next_index = next_index, next_index + 1
+                try:
+                    results[index] = function(items[index])
+                except BaseException as err:  # handed to the caller below
+                    with lock:
+                        errors.append(err)
+                    return
+
+    previous = torch.get_num_threads()
+    futures = [_pool(workers - 1).submit(drain) for _ in range(workers - 1)]
+    try:
+        drain()
+    finally:
+        for future in futures:
+            future.result()
+        torch.set_num_threads(previous)
+    if errors:
+        raise errors[0]
+    return cast(list[R], results)
+
+
+__all__ = ["map_single_threaded"]
