@@ -550,7 +550,10 @@ class VITSGenerator(nn.Module):
             frames_per_item: run the decoder (~60 % of the work) item by item at each item's own
                 length instead of padded and masked. ``None``: per item on the CPU, where its
                 convolutions over tens of thousands of samples gain nothing from a batch and padding
-                is wasted work; batched on other devices. The rest always runs batched.
+                is wasted work; batched on other devices. On the CPU without autograd and with
+                two or more intra-op threads, each item's flow and decoder run on their own thread
+                (one intra-op thread each; see :func:`~voicehub.architectures.parallel.map_single_threaded`).
+                The text side always runs batched.
 
         Returns:
             :class:`VITSOutput` with the waveform, lengths and per-phoneme durations.
