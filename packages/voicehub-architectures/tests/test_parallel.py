@@ -3,6 +3,7 @@ mode, errors."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -72,3 +73,36 @@ def test_workers_follow_the_callers_grad_mode() -> None:
     assert all(r.requires_grad for r in results)
     torch.stack(results).sum().backward()
     assert weight.grad is not None and torch.equal(weight.grad, torch.full((3,), 3.0))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_its_own_workers() -> None:
+    """The parent's pool threads do not exist in a forked child: the child must not wait for them."""
+    assert map_single_threaded(lambda item: item, [1, 2], 2) == [1, 2]  # the parent's pool exists now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and leave without running the parent's atexit hooks
+        try:
+            names: set[str] = set()
+
+            def work(item: int) -> int:
+                time.sleep(0.02)
+                names.add(threading.current_thread().name)
+                return item
+
+            ok = map_single_threaded(work, [1, 2, 3, 4], 2) == [1, 2, 3, 4] and len(names) == 2
+            os.write(write, b"ok" if ok else b"bad")
+        finally:
+            os._exit(0)
+    os.close(write)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung waiting for the parent's pool threads")
+    assert os.read(read, 8) == b"ok"

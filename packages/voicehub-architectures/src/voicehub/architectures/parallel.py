@@ -16,6 +16,7 @@ count afterwards.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,15 +30,20 @@ R = TypeVar("R")
 _POOL_LOCK = threading.Lock()
 _POOL: ThreadPoolExecutor | None = None
 _POOL_SIZE = 0
+_POOL_PID = 0
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
-    """The process's worker pool with at least ``workers`` threads (grown on demand, never shrunk)."""
-    global _POOL, _POOL_SIZE
+    """The process's worker pool with at least ``workers`` threads (grown on demand, never shrunk).
+
+    A forked child gets a pool of its own: the parent's worker threads do not exist in it.
+    """
+    global _POOL, _POOL_SIZE, _POOL_PID
     with _POOL_LOCK:
-        if _POOL is None or workers > _POOL_SIZE:
+        if _POOL is None or workers > _POOL_SIZE or _POOL_PID != os.getpid():
             # A smaller old pool is left to finish what it runs; its idle threads exit with the process.
-            _POOL, _POOL_SIZE = ThreadPoolExecutor(workers, thread_name_prefix="voicehub-item"), workers
+            _POOL = ThreadPoolExecutor(workers, thread_name_prefix="voicehub-item")
+            _POOL_SIZE, _POOL_PID = workers, os.getpid()
         return _POOL
 
 
