@@ -40,7 +40,7 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     """
     global _POOL, _POOL_SIZE, _POOL_PID
     with _POOL_LOCK:
-        if _POOL is None or workers > _POOL_SIZE or _POOL_PID != os.getpid():
+        if _POOL is None or workers > _POOL_SIZE or os.getpid() != _POOL_PID:
             # A smaller old pool is left to finish what it runs; its idle threads exit with the process.
             _POOL = ThreadPoolExecutor(workers, thread_name_prefix="voicehub-item")
             _POOL_SIZE, _POOL_PID = workers, os.getpid()
