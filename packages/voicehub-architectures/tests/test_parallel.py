@@ -71,7 +71,7 @@ def test_workers_follow_the_callers_grad_mode() -> None:
         assert not any(r.requires_grad for r in map_single_threaded(work, [1.0, 2.0], 2))
     results = map_single_threaded(work, [1.0, 2.0], 2)
     assert all(r.requires_grad for r in results)
-    torch.stack(results).sum().backward()
+    torch.stack(results).sum().backward()  # type: ignore[no-untyped-call]
     assert weight.grad is not None and torch.equal(weight.grad, torch.full((3,), 3.0))
 
 
