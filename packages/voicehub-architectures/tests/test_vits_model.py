@@ -186,6 +186,29 @@ def test_batched_items_on_two_threads_equal_one_by_one(voice: PiperVoice) -> Non
         assert not out.waveform[row, int(out.num_samples[row]) :].any()
 
 
+def test_one_item_flow_in_time_pieces_on_two_threads_equals_the_whole(voice: PiperVoice) -> None:
+    """With two intra-op threads one item's flow runs as two time pieces with the flow's context on
+    both sides, one per thread; the frames equal the whole flow's (with half the context they would not)."""
+    model = voice.model
+    generator = torch.Generator().manual_seed(5)
+    z_p = torch.randn(1, 192, 150, generator=generator)
+    y_mask = torch.ones(1, 1, 150)
+    assert model.flow.context_frames() == 32  # 4 couplings x 4 layers x (5 - 1) / 2
+    torch.set_num_threads(2)
+    try:
+        with torch.inference_mode():
+            pieces = model._flow_in_pieces(z_p, y_mask, None, 2)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(1)
+    with torch.inference_mode():
+        whole = model.flow.inverse(z_p, y_mask, None)
+        short_context = model.flow.inverse(z_p[:, :, : 75 + 16], y_mask[:, :, : 75 + 16], None)[:, :, :75]
+    assert pieces.shape == whole.shape
+    assert float((pieces - whole).abs().max()) < 1e-6  # the same row-by-row products (measured 0)
+    assert float((short_context - whole[:, :, :75]).abs().max()) > 1e-4
+
+
 FAST_PATH_TOLERANCE = {"decoder": 1e-5, "flow": 1e-4, "feed-forward": 2e-4}
 """Largest |fast - plain| per part (measured 2.7e-7 on values up to 0.09, 6.7e-6 up to 12, 2.7e-5 up
 to 35): the same arithmetic, summed in another order."""

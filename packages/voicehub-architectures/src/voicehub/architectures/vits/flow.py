@@ -140,6 +140,19 @@ class ResidualCouplingBlock(nn.Module):
             {str(2 * i): ResidualCouplingLayer(config) for i in range(config.flow_num_couplings)}
         )
 
+    def context_frames(self) -> int:
+        """Frames on each side of a frame that its output depends on: the half-widths of every
+        WaveNet convolution, summed over the couplings (1x1 layers and flips add none). A piece of
+        the input with this many extra frames on each side gives the exact output inside the piece."""
+        return sum(
+            sum(
+                (conv.kernel_size[0] - 1) * conv.dilation[0] // 2
+                for conv in cast(ResidualCouplingLayer, layer).enc.in_layers
+                if isinstance(conv, nn.Conv1d)
+            )
+            for layer in self.flows.values()
+        )
+
     def inverse(self, z: Tensor, y_mask: Tensor, g: Tensor | None) -> Tensor:
         """Latent frames z_p (batch, C, T) -> z (batch, C, T); ``y_mask`` (batch, 1, T), ``g`` (batch, S, 1) or None.
 
