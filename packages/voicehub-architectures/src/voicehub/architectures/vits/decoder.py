@@ -158,18 +158,19 @@ class TimeConv1d(nn.Conv1d):
 
     def polyphase_ready(self, x: Tensor) -> bool:
         """Whether :meth:`onednn_polyphase` can compute this convolution on ``x`` (batch, C_in, 1, T):
-        one output channel, stride 1, no dilation or groups, ``T`` a multiple of :data:`POLYPHASE_BLOCK`
-        and a kernel reaching at most one block to either side."""
-        block, left = POLYPHASE_BLOCK, int(self.padding[0])
+        one output channel, stride 1, no dilation or groups, "same" zero padding (an odd kernel
+        reaching at most one block to either side) and ``T`` a multiple of :data:`POLYPHASE_BLOCK`."""
+        padding, kernel_size = self.padding[0], self.kernel_size[0]
         return (
             self.out_channels == 1
             and self.stride[0] == 1
             and self.dilation[0] == 1
             and self.groups == 1
             and self.padding_mode == "zeros"
-            and x.shape[3] % block == 0
-            and left <= block
-            and self.kernel_size[0] - 1 - left <= block
+            and isinstance(padding, int)
+            and 2 * padding == kernel_size - 1
+            and padding <= POLYPHASE_BLOCK
+            and x.shape[3] % POLYPHASE_BLOCK == 0
         )
 
     def onednn_polyphase(self, x: Tensor, activation: str = "none", *, scale: float = 1.0) -> Tensor:
@@ -416,10 +417,17 @@ class Generator(nn.Module):
             x = total
             scale = 1.0 / self.num_kernels
         x = clear(F.leaky_relu_(x))
-        conv_post = cast(TimeConv1d, self.conv_post)
-        if conv_post.polyphase_ready(x):
-            return conv_post.onednn_polyphase(x, "tanh", scale=scale)
-        return conv_post.onednn(x, "tanh", scale=scale)[:, 0, 0]
+        if self.conv_post.polyphase_ready(x):
+            return self.conv_post.onednn_polyphase(x, "tanh", scale=scale)
+        return self.conv_post.onednn(x, "tanh", scale=scale)[:, 0, 0]
 
 
-__all__ = ["LRELU_SLOPE", "POLYPHASE_BLOCK", "Generator", "ResBlock", "TimeConv1d", "TimeConvTranspose1d", "onednn_usable"]
+__all__ = [
+    "LRELU_SLOPE",
+    "POLYPHASE_BLOCK",
+    "Generator",
+    "ResBlock",
+    "TimeConv1d",
+    "TimeConvTranspose1d",
+    "onednn_usable",
+]

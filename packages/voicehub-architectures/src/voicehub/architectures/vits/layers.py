@@ -104,9 +104,8 @@ def depthwise_conv1d(conv: nn.Conv1d, x: Tensor) -> Tensor:
     weight = conv.weight[:, 0, :, None]  # (C, k, 1)
     length, padding, dilation = x.shape[2], int(conv.padding[0]), conv.dilation[0]
     out_length = length + 2 * padding - dilation * (conv.kernel_size[0] - 1)
-    out = x.new_zeros(x.shape[0], x.shape[1], out_length) if conv.bias is None else (
-        conv.bias[:, None].expand(x.shape[0], -1, out_length).contiguous()
-    )
+    shape = (x.shape[0], x.shape[1], out_length)
+    out = x.new_zeros(shape) if conv.bias is None else conv.bias[:, None].expand(shape).contiguous()
     for tap in range(conv.kernel_size[0]):
         # Output frame t reads input frame t + shift.
         shift = tap * dilation - padding

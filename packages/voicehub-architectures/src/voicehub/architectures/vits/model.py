@@ -239,7 +239,7 @@ class DDSConv(nn.Module):
             self.convs_sep, self.convs_1x1, self.norms_1, self.norms_2, strict=True
         ):
             masked = x * x_mask
-            y = F.gelu(norm_1(depthwise_conv1d(conv_sep, masked) if shifted else conv_sep(masked)))
+            y = F.gelu(norm_1(depthwise_conv1d(cast(nn.Conv1d, conv_sep), masked) if shifted else conv_sep(masked)))
             x = x + F.gelu(norm_2(conv_1x1(y)))
         return x * x_mask
 
