@@ -183,10 +183,12 @@ class TimeConv1d(nn.Conv1d):
         consecutive samples (b = :data:`POLYPHASE_BLOCK`). Every output block depends on its own
         input block and its two neighbours, so the convolution is a k = 3, ``b * C`` -> ``b``
         channel convolution over blocks, whose output, channels-last, is the (T,) waveform in
-        order. It does ~3.6x the multiply-adds (the blocked weight is mostly zeros) in a shape
-        oneDNN runs well: measured 3.1 ms against 5.3 ms on one core and 2.2 against 3.2 ms on two
-        (interleaved, min of 40; 4- and 16-sample blocks: 4.3 and 3.7 ms on one core). The sums
-        are the same, and measured equal to the bit.
+        order. It does ~3.4x the multiply-adds (the blocked weight is mostly zeros) in a shape
+        oneDNN runs well: measured 3.0-3.1 ms against 5.3-5.4 ms on one core and 2.2-3.0 against
+        3.2-5.5 ms on two (interleaved, min of 40, two runs; 4- and 16-sample blocks: 4.0 and 3.7 ms
+        on one core; one (T, C) x (C, k) GEMM and a sum of its k shifted diagonals: 2.8-4.2 ms for
+        the GEMM alone, BLAS being slow at k = 7 columns). The sums are the same, and measured
+        equal to the bit.
 
         Args:
             x: float32 channels-last (batch, C_in, 1, T), :meth:`polyphase_ready`.
