@@ -302,9 +302,10 @@ class ResBlock(nn.Module):
         slope = [LRELU_SLOPE]
         # The copy stays (measured): oneDNN's binary-add post-op (``_convolution_pointwise.binary``, reading
         # x) returns a fresh tensor whose first touch page-faults, which made a last stage (32 channels x
-        # 65536 samples) slower, 87.6 against 71.5 ms on one core (min of 20); even with freed memory kept
-        # by malloc it gained nothing (63.3 against 66.6 ms). And oneDNN fuses only ReLU, not leaky ReLU,
-        # after a sum, so the leaky ReLUs cannot join the convolutions' residual adds.
+        # 65536 samples) slower, 87.6 against 71.5 ms on one core (min of 20); even with malloc told to keep
+        # freed memory (not a library's setting) it was a wash (63.3 against 66.6 ms at 32 channels, 65.6
+        # against 60.9 at 64). And oneDNN fuses only ReLU, not leaky ReLU, after a sum, so the leaky ReLUs
+        # cannot join the convolutions' residual adds.
         y = x if out is x else out.copy_(x)
         if self.kind == "1":
             for i, (conv1, conv2) in enumerate(zip(self.convs1, self.convs2, strict=True)):
