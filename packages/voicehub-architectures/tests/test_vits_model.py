@@ -209,15 +209,16 @@ def test_one_item_flow_in_time_pieces_on_two_threads_equals_the_whole(voice: Pip
     assert float((short_context - whole[:, :, :75]).abs().max()) > 1e-4
 
 
-FAST_PATH_TOLERANCE = {"decoder": 1e-5, "flow": 1e-4, "feed-forward": 2e-4}
+FAST_PATH_TOLERANCE = {"decoder": 1e-5, "flow": 1e-4, "feed-forward": 2e-4, "duration predictor": 1e-4}
 """Largest |fast - plain| per part (measured 2.7e-7 on values up to 0.09, 6.7e-6 up to 12, 2.7e-5 up
-to 35): the same arithmetic, summed in another order."""
+to 35, 2.7e-6 up to 2.4): the same arithmetic, summed in another order."""
 
 
 def test_inference_fast_paths_equal_the_paths_training_runs(voice: PiperVoice) -> None:
     """One item without autograd takes the oneDNN decoder (packed weights, fused adds, cleared tail of
-    a bucketed length, kept buffers) and the time-major flow and feed-forward; with autograd on, the
-    plain layers run. Both must give the same numbers, twice in a row (kept buffers reused)."""
+    a bucketed length, kept buffers, the last convolution over blocks of samples), the time-major flow
+    and feed-forward and the duration predictor's shifted depthwise taps; with autograd on, the plain
+    layers run. Both must give the same numbers, twice in a row (kept buffers reused)."""
     model = voice.model
     generator = torch.Generator().manual_seed(3)
     z = torch.randn(1, 192, 64, generator=generator)
@@ -231,6 +232,9 @@ def test_inference_fast_paths_equal_the_paths_training_runs(voice: PiperVoice) -
         "decoder": lambda: model.dec(z, None, frames)[0, : 41 * 256],
         "flow": lambda: model.flow.inverse(z[:, :, :41], y_mask, None),
         "feed-forward": lambda: model.enc_p.encoder.ffn_layers[0](x, x_mask),
+        "duration predictor": lambda: model.dp(
+            x, x_mask, torch.randn(1, 2, 37, generator=generator.manual_seed(5)), None
+        ),
     }
     for name, run in parts.items():
         with torch.enable_grad():
@@ -241,6 +245,7 @@ def test_inference_fast_paths_equal_the_paths_training_runs(voice: PiperVoice) -
         assert torch.equal(fast, again), name
         assert float(plain.abs().max()) > 1e-2, name  # a real signal, not zeros on both sides
     assert "_onednn_workspace" in model.dec.__dict__  # the oneDNN path ran
+    assert "_packed_polyphase" in model.dec.conv_post.__dict__  # with conv_post over blocks of samples
     assert "_time_major_taps" in model.flow.flows["0"].enc.in_layers[0].__dict__  # so did the time-major one
 
 

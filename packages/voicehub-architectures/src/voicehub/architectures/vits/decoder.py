@@ -30,6 +30,9 @@ from voicehub.architectures.vits.layers import PointwiseConv1d, sequence_mask
 LRELU_SLOPE = 0.1
 """Leaky-ReLU slope inside the HiFi-GAN decoder (the last activation uses PyTorch's default 0.01)."""
 
+POLYPHASE_BLOCK = 8
+"""Samples per step of :meth:`TimeConv1d.onednn_polyphase` (measured fastest of 4, 8 and 16)."""
+
 WORKSPACE_MAX_BYTES = 32 * 2**20
 """Largest activation buffer the oneDNN path keeps between calls (one of four; 32 MB holds the last
 stage of a ~11 s sentence at 22 kHz). A fresh buffer costs its first touch in page faults on every
@@ -90,6 +93,23 @@ class _Workspace(threading.local):
         return (_Workspace, ())
 
 
+def _polyphase_weight(weight: Tensor, padding: int, block: int) -> Tensor:
+    """The (block, block * C_in, 1, 3) weight of :meth:`TimeConv1d.onednn_polyphase` from a
+    (1, C_in, 1, k) one: output sample ``i`` of a block takes input sample ``j`` of the block at
+    offset ``m - 1`` (m = 0, 1, 2) through tap ``block * (m - 1) + j - i + padding`` when it is in
+    0..k-1, else zero. Input channels are ordered (sample, channel), as in channels-last memory."""
+    taps = weight[0, :, 0]  # (C_in, k)
+    channels, kernel_size = taps.shape
+    out = weight.new_zeros(block, block, channels, 3)  # (i, j, channel, m)
+    for i in range(block):
+        for j in range(block):
+            for m in range(3):
+                tap = block * (m - 1) + j - i + padding
+                if 0 <= tap < kernel_size:
+                    out[i, j, :, m] = taps[:, tap]
+    return out.reshape(block, block * channels, 1, 3)
+
+
 class TimeConv1d(nn.Conv1d):
     """A Conv1d (same parameters) evaluated as a (1, k) Conv2d on channels-last (batch, C, 1, T) input.
 
@@ -135,6 +155,67 @@ class TimeConv1d(nn.Conv1d):
             x, self._packed(x, scale), self.bias, padding, stride, dilation, groups, activation, list(scalars), ""
         )
         return out
+
+    def polyphase_ready(self, x: Tensor) -> bool:
+        """Whether :meth:`onednn_polyphase` can compute this convolution on ``x`` (batch, C_in, 1, T):
+        one output channel, stride 1, no dilation or groups, "same" zero padding (an odd kernel
+        reaching at most one block to either side) and ``T`` a multiple of :data:`POLYPHASE_BLOCK`."""
+        padding, kernel_size = self.padding[0], self.kernel_size[0]
+        return (
+            self.out_channels == 1
+            and self.stride[0] == 1
+            and self.dilation[0] == 1
+            and self.groups == 1
+            and self.padding_mode == "zeros"
+            and isinstance(padding, int)
+            and 2 * padding == kernel_size - 1
+            and padding <= POLYPHASE_BLOCK
+            and x.shape[3] % POLYPHASE_BLOCK == 0
+        )
+
+    def onednn_polyphase(self, x: Tensor, activation: str = "none", *, scale: float = 1.0) -> Tensor:
+        """:meth:`onednn` for one output channel, computed as a convolution over blocks of samples.
+
+        oneDNN runs a one-output-channel convolution at ~3 GFLOP/s where the decoder's other
+        convolutions reach 55-70 (HiFi-GAN's ``conv_post``, 32 -> 1 channel, k = 7, over 65536
+        samples: ~5.5 ms on one AVX2 core). Channels-last (batch, C, 1, T) is a (T, C) matrix in
+        memory, so it is also a (T / b, b * C) one: a signal of ``T / b`` steps, each holding ``b``
+        consecutive samples (b = :data:`POLYPHASE_BLOCK`). Every output block depends on its own
+        input block and its two neighbours, so the convolution is a k = 3, ``b * C`` -> ``b``
+        channel convolution over blocks, whose output, channels-last, is the (T,) waveform in
+        order. It does ~3.4x the multiply-adds (the blocked weight is mostly zeros) in a shape
+        oneDNN runs well: measured 3.0-3.1 ms against 5.3-5.4 ms on one core and 2.2-3.0 against
+        3.2-5.5 ms on two (interleaved, min of 40, two runs; 4- and 16-sample blocks: 4.0 and 3.7 ms
+        on one core; one (T, C) x (C, k) GEMM and a sum of its k shifted diagonals: 2.8-4.2 ms for
+        the GEMM alone, BLAS being slow at k = 7 columns). The sums are the same, and measured
+        equal to the bit.
+
+        Args:
+            x: float32 channels-last (batch, C_in, 1, T), :meth:`polyphase_ready`.
+            activation: "none" or "tanh", fused.
+            scale: folded into the packed weight, as in :meth:`onednn`.
+
+        Returns:
+            float32 (batch, T).
+        """
+        batch, channels, _, length = x.shape
+        block = POLYPHASE_BLOCK
+        blocks = x.permute(0, 2, 3, 1).reshape(batch, length // block, block * channels).transpose(1, 2).unsqueeze(2)
+        padding, stride, dilation = [0, 1], [1, 1], [1, 1]
+        if "_packed_polyphase" not in self.__dict__:
+            self._packed_polyphase = _PackedWeight()
+        weight = self._packed_polyphase.get(
+            self.weight,
+            scale,
+            lambda w: torch.ops.mkldnn._reorder_convolution_weight(
+                _polyphase_weight(w, int(self.padding[0]), block), padding, stride, dilation, 1, list(blocks.shape)
+            ),
+        )
+        bias = None if self.bias is None else self.bias.detach().expand(block).contiguous()
+        out: Tensor = torch.ops.mkldnn._convolution_pointwise(
+            blocks, weight, bias, padding, stride, dilation, 1, activation, [], ""
+        )
+        return out.permute(0, 2, 3, 1).reshape(batch, length)
 
     def onednn_add_(self, x: Tensor, residual: Tensor) -> Tensor:
         """``residual += forward(x)``, the sum fused into the convolution as a oneDNN post-op; returns ``residual``."""
@@ -219,6 +300,12 @@ class ResBlock(nn.Module):
                 mask of :meth:`forward`).
         """
         slope = [LRELU_SLOPE]
+        # The copy stays (measured): oneDNN's binary-add post-op (``_convolution_pointwise.binary``, reading
+        # x) returns a fresh tensor whose first touch page-faults, which made a last stage (32 channels x
+        # 65536 samples) slower, 87.6 against 71.5 ms on one core (min of 20); even with malloc told to keep
+        # freed memory (not a library's setting) it was a wash (63.3 against 66.6 ms at 32 channels, 65.6
+        # against 60.9 at 64). And oneDNN fuses only ReLU, not leaky ReLU, after a sum, so the leaky ReLUs
+        # cannot join the convolutions' residual adds.
         y = x if out is x else out.copy_(x)
         if self.kind == "1":
             for i, (conv1, conv2) in enumerate(zip(self.convs1, self.convs2, strict=True)):
@@ -337,7 +424,18 @@ class Generator(nn.Module):
                 total = total.add_(block.onednn(x, activated, scratch, x if j == len(blocks) else block_out, clear))
             x = total
             scale = 1.0 / self.num_kernels
-        return self.conv_post.onednn(clear(F.leaky_relu_(x)), "tanh", scale=scale)[:, 0, 0]
+        x = clear(F.leaky_relu_(x))
+        if self.conv_post.polyphase_ready(x):
+            return self.conv_post.onednn_polyphase(x, "tanh", scale=scale)
+        return self.conv_post.onednn(x, "tanh", scale=scale)[:, 0, 0]
 
 
-__all__ = ["LRELU_SLOPE", "Generator", "ResBlock", "TimeConv1d", "TimeConvTranspose1d", "onednn_usable"]
+__all__ = [
+    "LRELU_SLOPE",
+    "POLYPHASE_BLOCK",
+    "Generator",
+    "ResBlock",
+    "TimeConv1d",
+    "TimeConvTranspose1d",
+    "onednn_usable",
+]

@@ -37,7 +37,13 @@ class PointwiseConv1d(nn.Conv1d):
     """
 
     def forward(self, x: Tensor) -> Tensor:
-        out = torch.matmul(self.weight[:, :, 0], x)
+        weight = self.weight[:, :, 0]
+        if x.dim() == 3 and x.shape[0] == 1 and self.bias is not None:
+            # One item: a plain GEMM with the bias as its accumulator, where ``matmul`` runs a batch-1
+            # ``bmm`` and a separate add. 192 x 192 x 109 (38 per sentence): 0.134 against 0.145 ms on
+            # one AVX2 core, 0.103 against 0.138 ms on two (interleaved, min of 100 x 20 calls).
+            return torch.addmm(self.bias[:, None], weight, x[0]).unsqueeze(0)
+        out = torch.matmul(weight, x)
         return out if self.bias is None else out.add_(self.bias[:, None])  # a fresh product: add in place
 
 
@@ -79,6 +85,49 @@ def time_major_conv1d(conv: nn.Conv1d, x: Tensor, left: int, right: int) -> Tens
     return out
 
 
+def depthwise_conv1d(conv: nn.Conv1d, x: Tensor) -> Tensor:
+    """``conv`` (depthwise: one group per channel, stride 1, zero padding) as shifted-slice multiply-adds.
+
+    Each tap scales a time-shifted slice of ``x`` by its per-channel weight and adds it into the
+    output; slices that would read the padding are shortened instead (the padding is zero). oneDNN
+    runs these small depthwise convolutions slowly: the stochastic duration predictor's (192
+    channels x 109 frames, k = 3, dilation 1, 3, 9; 12 per sentence) took 0.13-0.34 ms each
+    against 0.07-0.13 ms this way on one AVX2 core and 0.24-0.26 against 0.07-0.08 ms on two
+    (interleaved, min of 30 x 20 calls, two runs). Same products, summed in another order.
+
+    Args:
+        conv: a depthwise :class:`torch.nn.Conv1d` (:func:`depthwise_ready`); its parameters are read
+            as they are.
+        x: float (batch, C, T).
+
+    Returns:
+        float (batch, C, T_out), ``T_out = T + 2 * padding - dilation * (k - 1)``.
+    """
+    weight = conv.weight[:, 0, :, None]  # (C, k, 1)
+    length, padding, dilation = x.shape[2], int(conv.padding[0]), conv.dilation[0]
+    out_length = length + 2 * padding - dilation * (conv.kernel_size[0] - 1)
+    shape = (x.shape[0], x.shape[1], out_length)
+    out = x.new_zeros(shape) if conv.bias is None else conv.bias[:, None].expand(shape).contiguous()
+    for tap in range(conv.kernel_size[0]):
+        # Output frame t reads input frame t + shift.
+        shift = tap * dilation - padding
+        start, stop = max(0, -shift), min(out_length, length - shift)
+        if start < stop:
+            out[:, :, start:stop].addcmul_(x[:, :, start + shift : stop + shift], weight[:, tap])
+    return out
+
+
+def depthwise_ready(conv: nn.Module) -> bool:
+    """Whether :func:`depthwise_conv1d` can stand in for ``conv`` (a plain depthwise, stride-1 Conv1d)."""
+    return (
+        type(conv) is nn.Conv1d
+        and conv.groups == conv.in_channels == conv.out_channels
+        and conv.stride[0] == 1
+        and conv.padding_mode == "zeros"
+        and isinstance(conv.padding, tuple)
+    )
+
+
 def time_major_ready(*convs: nn.Module) -> bool:
     """Whether :func:`time_major_conv1d` can stand in for these modules (plain stride-1, one-group Conv1d)."""
     return all(
@@ -87,4 +136,12 @@ def time_major_ready(*convs: nn.Module) -> bool:
     )
 
 
-__all__ = ["LayerNorm", "PointwiseConv1d", "sequence_mask", "time_major_conv1d", "time_major_ready"]
+__all__ = [
+    "LayerNorm",
+    "PointwiseConv1d",
+    "depthwise_conv1d",
+    "depthwise_ready",
+    "sequence_mask",
+    "time_major_conv1d",
+    "time_major_ready",
+]

