@@ -33,6 +33,30 @@ def test_results_keep_the_order_of_the_items_and_use_several_threads() -> None:
     assert all(threads == 1 and inference for _, threads, inference in seen)
 
 
+def test_threads_started_meanwhile_keep_the_default_thread_count() -> None:
+    """The workers' one intra-op thread is theirs: a thread started while items run, and the caller,
+    keep the process's count."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    seen: list[int] = []
+
+    def work(item: int) -> int:
+        probe = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+        probe.start()
+        probe.join()
+        return item
+
+    try:
+        map_single_threaded(work, list(range(6)), 2)
+        assert torch.get_num_threads() == 2
+        after = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+        after.start()
+        after.join()
+    finally:
+        torch.set_num_threads(previous)
+    assert seen == [2] * 7
+
+
 def test_one_thread_or_one_item_runs_on_the_caller() -> None:
     names: list[str] = []
 
@@ -77,7 +101,8 @@ def test_workers_follow_the_callers_grad_mode() -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_a_forked_child_gets_its_own_workers() -> None:
-    """The parent's pool threads do not exist in a forked child: the child must not wait for them."""
+    """The parent's pool threads do not exist in a forked child: the child must not wait for them, and
+    its own workers run torch operators (on fresh threads, with one intra-op thread each)."""
     assert map_single_threaded(lambda item: item, [1, 2], 2) == [1, 2]  # the parent's pool exists now
     read, write = os.pipe()
     pid = os.fork()
@@ -88,9 +113,10 @@ def test_a_forked_child_gets_its_own_workers() -> None:
             def work(item: int) -> int:
                 time.sleep(0.02)
                 names.add(threading.current_thread().name)
-                return item
+                weight = torch.full((1, 4, 3), 0.5)
+                return int(torch.nn.functional.conv1d(torch.ones(1, 4, 64), weight).sum()) + item
 
-            ok = map_single_threaded(work, [1, 2, 3, 4], 2) == [1, 2, 3, 4] and len(names) == 2
+            ok = map_single_threaded(work, [1, 2, 3, 4], 2) == [373, 374, 375, 376] and len(names) == 2
             os.write(write, b"ok" if ok else b"bad")
         finally:
             os._exit(0)

@@ -1,17 +1,17 @@
 """Independent pieces of work on the CPU's threads, one intra-op thread each.
 
 PyTorch parallelizes inside each operator (OpenMP / oneDNN / MKL): every operator opens a parallel
-region, splits its work and waits at a barrier. For independent items (the sentences of a batch),
-running each item on its own thread with a single intra-op thread does the same arithmetic with
-no barriers and with each thread's activations in its own cache. Measured on the 2-core test
-machine (VITS HiFi-GAN decoder, 256 latent frames, see docs/tts.md): one thread 190-240 ms per
-item; two items on two threads 190-250 ms each (2 items per ~230 ms), against 140-160 ms per item
-when one item at a time splits every operator over both threads.
+region, wakes the other threads, splits its work and waits at a barrier. For independent items
+(the sentences of a batch, time pieces of one sentence), running each item on its own thread with a
+single intra-op thread does the same arithmetic with one wake-up per item instead of one per
+operator. Measured on the 2-core test machine (VITS HiFi-GAN decoder, 256 latent frames, see
+docs/tts.md): one thread 190-240 ms per item; two items on two threads 190-250 ms each, against
+140-160 ms per item when one item at a time splits every operator over both threads.
 
-``torch.set_num_threads`` sets the calling thread's OpenMP team size and MKL thread count (both
-thread-local) and the default for threads created later; :func:`map_single_threaded` sets one
-thread on each worker it uses and on the caller while the items run, and restores the caller's
-count afterwards.
+The items run on a process-wide pool of worker threads that each set one intra-op thread once,
+when the pool starts (``torch.set_num_threads`` sets the calling thread's OpenMP team size and MKL
+thread count, and also the count threads created later start with: the pool restores that default
+before it is used, so the caller's and other threads' settings never change). The caller waits.
 """
 
 from __future__ import annotations
@@ -33,27 +33,46 @@ _POOL_SIZE = 0
 _POOL_PID = 0
 
 
+def _one_intra_op_thread() -> None:
+    """Pool thread initializer: torch's lazy per-thread setup first (it would otherwise reset the
+    count at the thread's first parallel operator), then one intra-op thread for good."""
+    torch.get_num_threads()
+    torch.set_num_threads(1)
+
+
+def _start(pool: ThreadPoolExecutor, workers: int) -> None:
+    """Start all ``workers`` threads of ``pool`` now (each initializes itself, see :func:`_one_intra_op_thread`)."""
+    started = threading.Barrier(workers)
+    for future in [pool.submit(started.wait) for _ in range(workers)]:
+        future.result()
+
+
 def _pool(workers: int) -> ThreadPoolExecutor:
-    """The process's worker pool with at least ``workers`` threads (grown on demand, never shrunk).
+    """The process's worker pool with at least ``workers`` single-threaded workers (grown on demand).
 
     A forked child gets a pool of its own: the parent's worker threads do not exist in it.
     """
     global _POOL, _POOL_SIZE, _POOL_PID
     with _POOL_LOCK:
         if _POOL is None or workers > _POOL_SIZE or os.getpid() != _POOL_PID:
+            default = torch.get_num_threads()
+            pool = ThreadPoolExecutor(workers, thread_name_prefix="voicehub-item", initializer=_one_intra_op_thread)
+            try:
+                _start(pool, workers)
+            finally:
+                torch.set_num_threads(default)  # the initializers also set the default of new threads
             # A smaller old pool is left to finish what it runs; its idle threads exit with the process.
-            _POOL = ThreadPoolExecutor(workers, thread_name_prefix="voicehub-item")
-            _POOL_SIZE, _POOL_PID = workers, os.getpid()
+            _POOL, _POOL_SIZE, _POOL_PID = pool, workers, os.getpid()
         return _POOL
 
 
 def map_single_threaded(function: Callable[[T], R], items: Sequence[T], num_threads: int) -> list[R]:
-    """``[function(item) for item in items]``, the items spread over ``num_threads`` threads (the
-    caller's included), each running with one intra-op thread.
+    """``[function(item) for item in items]``, the items spread over up to ``num_threads`` worker
+    threads (at most one per CPU), each running with one intra-op thread.
 
     Threads take the next item as they finish one (pass the items longest first to balance them).
-    The workers run in the caller's autograd mode (grad / no-grad / inference mode). With
-    ``num_threads <= 1`` or a single item the items run on the caller's thread, unchanged.
+    The workers run in the caller's autograd mode (grad / no-grad / inference mode); the caller waits.
+    With one thread, one CPU or a single item, the items run on the caller's thread, unchanged.
 
     Args:
         function: work on one item; must not depend on the other items' results.
@@ -66,7 +85,7 @@ def map_single_threaded(function: Callable[[T], R], items: Sequence[T], num_thre
     Raises:
         Exception: the first exception an item raised (after every thread has stopped taking items).
     """
-    workers = min(num_threads, len(items))
+    workers = min(num_threads, len(items), os.cpu_count() or 1)
     if workers <= 1:
         return [function(item) for item in items]
     results: list[R | None] = [None] * len(items)
@@ -78,7 +97,6 @@ def map_single_threaded(function: Callable[[T], R], items: Sequence[T], num_thre
 
     def drain() -> None:
         nonlocal next_index
-        torch.set_num_threads(1)
         with torch.inference_mode(inference), torch.set_grad_enabled(grad and not inference):
             while True:
                 with lock:
@@ -92,14 +110,14 @@ def map_single_threaded(function: Callable[[T], R], items: Sequence[T], num_thre
                         errors.append(err)
                     return
 
-    previous = torch.get_num_threads()
-    futures = [_pool(workers - 1).submit(drain) for _ in range(workers - 1)]
+    futures = [_pool(workers).submit(drain) for _ in range(workers)]
     try:
-        drain()
-    finally:
         for future in futures:
             future.result()
-        torch.set_num_threads(previous)
+    except BaseException as err:  # e.g. KeyboardInterrupt while waiting: the workers take no more items
+        with lock:
+            errors.append(err)
+        raise
     if errors:
         raise errors[0]
     return cast(list[R], results)

@@ -21,6 +21,7 @@ How a call runs:
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -330,15 +331,16 @@ class VITSTTSModel(PreTrainedTTSModel[TTSVITSConfig, TTSVITSOptions, VITSRuntime
 
     def _generate_piece(self, runtime: VITSRuntime, piece: object, index: int, options: TTSVITSOptions) -> TTSOutput:
         """One streamed sentence. The first runs alone (the time to first audio); from the second on,
-        the next ``torch.get_num_threads() - 1`` sentences are synthesized in the same call, one per
-        thread (see :func:`voicehub.architectures.parallel.map_single_threaded`), and kept for the
-        following chunks: two sentences on two threads take about the time of one split over both."""
+        the next ``min(torch.get_num_threads(), os.cpu_count()) - 1`` sentences are synthesized in
+        the same call, one per thread (see :func:`voicehub.architectures.parallel.map_single_threaded`),
+        and kept for the following chunks: two sentences on two threads take about the time of one
+        split over both."""
         if not isinstance(piece, _StreamPiece):
             raise TypeError(f"{type(self).__name__}: expected a piece from _stream_pieces, got {type(piece)}")
         sentence, ahead = piece.sentence, piece.ahead
         audio = ahead.done.pop(sentence.index, None)
         if audio is None:
-            count = 1 if sentence.index == 0 else max(1, torch.get_num_threads())
+            count = 1 if sentence.index == 0 else max(1, min(torch.get_num_threads(), os.cpu_count() or 1))
             group = list(piece.all_sentences[sentence.index : sentence.index + count])
             results = self._synthesize(runtime, group)
             ahead.done.update((a.sentence.index, a) for a in results[1:])
