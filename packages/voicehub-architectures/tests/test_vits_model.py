@@ -209,6 +209,42 @@ def test_one_item_flow_in_time_pieces_on_two_threads_equals_the_whole(voice: Pip
     assert float((short_context - whole[:, :, :75]).abs().max()) > 1e-4
 
 
+@pytest.mark.parametrize(("frames", "valid"), [(96, 96), (128, 101)])
+def test_one_item_decoder_in_time_tiles_on_two_threads_equals_one_pass(
+    voice: PiperVoice, frames: int, valid: int
+) -> None:
+    """With two intra-op threads one item's decoder runs each stage as two time tiles (each with the
+    stage's context on both sides), one per thread; the signal equals the one-pass decoder's, also
+    for a bucketed length with padding after ``valid`` frames."""
+    decoder = voice.model.dec
+    z = torch.randn(1, 192, frames, generator=torch.Generator().manual_seed(9))
+    lengths = torch.tensor([valid]) if valid != frames else None
+    assert [decoder._stage_context(stage) for stage in range(3)] == [45, 45, 48]
+    tile_threads: set[str] = set()
+    original = decoder._decode_tile
+
+    def spy(*args: object) -> None:
+        tile_threads.add(threading.current_thread().name)
+        original(*args)  # type: ignore[arg-type]
+
+    decoder._decode_tile = spy  # type: ignore[method-assign]
+    torch.set_num_threads(2)
+    try:
+        with torch.inference_mode():
+            tiled = decoder(z, None, lengths)
+        assert torch.get_num_threads() == 2
+    finally:
+        del decoder._decode_tile
+        torch.set_num_threads(1)
+    with torch.inference_mode():
+        one_pass = decoder(z, None, lengths)
+    assert len(tile_threads) == 2, tile_threads
+    assert tiled.shape == one_pass.shape
+    signal = valid * 256
+    assert float((tiled[:, :signal] - one_pass[:, :signal]).abs().max()) < 1e-6  # measured 5e-8
+    assert float(one_pass[:, :signal].abs().max()) > 1e-2
+
+
 FAST_PATH_TOLERANCE = {"decoder": 1e-5, "flow": 1e-4, "feed-forward": 2e-4, "duration predictor": 1e-4}
 """Largest |fast - plain| per part (measured 2.7e-7 on values up to 0.09, 6.7e-6 up to 12, 2.7e-5 up
 to 35, 2.7e-6 up to 2.4): the same arithmetic, summed in another order."""
