@@ -186,6 +186,52 @@ def test_batched_items_on_two_threads_equal_one_by_one(voice: PiperVoice) -> Non
         assert not out.waveform[row, int(out.num_samples[row]) :].any()
 
 
+def test_items_with_their_own_generators_run_whole_on_two_threads(voice: PiperVoice) -> None:
+    """One generator per item: each item runs alone (text side included) on its own thread and the
+    batch output equals the items synthesized one by one with the same generators."""
+    ids, lengths = pad_phoneme_ids(SENTENCES)
+    calls: list[tuple[int, str]] = []
+    handle = voice.model.enc_p.register_forward_hook(
+        lambda _m, args, _o: calls.append((int(args[0].shape[0]), threading.current_thread().name))
+    )
+    torch.set_num_threads(2)
+    try:
+        with torch.inference_mode():
+            out = voice.model(ids, lengths, generator=[torch.Generator().manual_seed(20 + r) for r in range(3)])
+    finally:
+        handle.remove()
+        torch.set_num_threads(1)
+    assert [size for size, _ in calls] == [1, 1, 1]  # the text side ran per item
+    assert len({name for _, name in calls}) == 2
+    for row, sentence in enumerate(SENTENCES):
+        alone, durations = _alone(voice.model, sentence, generator=[torch.Generator().manual_seed(20 + row)])
+        assert torch.equal(out.durations[row, : len(sentence)], durations)
+        assert int(out.num_samples[row]) == alone.numel()
+        assert float((out.waveform[row, : alone.numel()] - alone).abs().max()) < BATCH_TOLERANCE
+
+
+def test_a_batch_sharing_one_generator_keeps_its_noise_on_two_threads(voice: PiperVoice) -> None:
+    """One generator for the batch draws the batch's noise at once (as on one thread); the flow and
+    decoder of each item then run on their own thread."""
+    ids, lengths = pad_phoneme_ids(SENTENCES)
+    decoder_threads: set[str] = set()
+    handle = voice.model.dec.register_forward_hook(
+        lambda _m, _a, _o: decoder_threads.add(threading.current_thread().name)
+    )
+    torch.set_num_threads(2)
+    try:
+        with torch.inference_mode():
+            threaded = voice.model(ids, lengths, generator=torch.Generator().manual_seed(8))
+    finally:
+        handle.remove()
+        torch.set_num_threads(1)
+    with torch.inference_mode():
+        sequential = voice.model(ids, lengths, generator=torch.Generator().manual_seed(8))
+    assert len(decoder_threads) == 2, decoder_threads
+    assert torch.equal(threaded.num_samples, sequential.num_samples)
+    assert float((threaded.waveform - sequential.waveform).abs().max()) < BATCH_TOLERANCE
+
+
 def test_one_item_flow_in_time_pieces_on_two_threads_equals_the_whole(voice: PiperVoice) -> None:
     """With two intra-op threads one item's flow runs as two time pieces with the flow's context on
     both sides, one per thread; the frames equal the whole flow's (with half the context they would not)."""

@@ -588,6 +588,18 @@ class VITSGenerator(nn.Module):
                 f"{tuple(noise.latent.shape)}"
             )
 
+        threads = torch.get_num_threads() if device.type == "cpu" and not torch.is_grad_enabled() else 1
+        per_item_generators = generator is not None and not isinstance(generator, torch.Generator)
+        if (
+            batch > 1
+            and threads > 1
+            and frames_per_item is not False
+            and (noise is not None or per_item_generators or (noise_scale == 0 and noise_w == 0))
+        ):
+            # Items that draw their own noise are independent: each whole item on its own thread.
+            scales = (noise_scale, length_scale, noise_w)
+            return self._items_on_threads(ids, lengths, speaker_ids, noise, generator, scales, threads)
+
         padded_ids = num_ids  # no bucket on the text side (see SHAPE_BUCKET)
         x_mask = sequence_mask(lengths, padded_ids)
         x, m_p, logs_p = self.enc_p(_pad_to(ids, padded_ids), x_mask)
@@ -637,7 +649,6 @@ class VITSGenerator(nn.Module):
         num_samples = num_frames * hop
         if frames_per_item is None:
             frames_per_item = device.type == "cpu"
-        threads = torch.get_num_threads() if device.type == "cpu" and not torch.is_grad_enabled() else 1
         if frames_per_item and batch > 1 and threads > 1:
             # Independent items: flow and decoder of each item on its own thread (see map_single_threaded).
             audio = torch.zeros(batch, max_frames * hop, device=device)
@@ -667,6 +678,56 @@ class VITSGenerator(nn.Module):
             if ragged:
                 audio = audio * sequence_mask(num_samples, audio.shape[1])[:, 0]
         return self._output(audio, num_samples, durations[:, :num_ids], lengths, num_frames)
+
+    def _items_on_threads(
+        self,
+        ids: Tensor,
+        lengths: Tensor,
+        speaker_ids: Tensor | None,
+        noise: VITSNoise | None,
+        generator: torch.Generator | Sequence[torch.Generator] | None,
+        scales: tuple[float, float, float],
+        threads: int,
+    ) -> VITSOutput:
+        """:meth:`forward` of a batch whose items draw their own noise (explicit noise, one generator
+        per item, or none): each item runs alone at its own length on its own thread with one
+        intra-op thread (see :func:`~voicehub.architectures.parallel.map_single_threaded`), longest
+        first, and the results are padded into one output. The same numbers as one item at a time."""
+        batch = ids.shape[0]
+        generators: list[torch.Generator] | None = None
+        if generator is not None and not isinstance(generator, torch.Generator):
+            generators = list(generator)
+            if len(generators) != batch:
+                raise InferenceOptionError(
+                    f"vits: expected one torch.Generator per item ({batch}), got {len(generators)}"
+                )
+        counts = lengths.tolist()
+
+        def item(row: int) -> VITSOutput:
+            count = counts[row]
+            return self.forward(
+                ids[row : row + 1, :count],
+                lengths[row : row + 1],
+                speaker_ids=None if speaker_ids is None else speaker_ids[row : row + 1],
+                noise=None
+                if noise is None
+                else VITSNoise(duration=noise.duration[row : row + 1], latent=noise.latent[row : row + 1]),
+                generator=None if generators is None else [generators[row]],
+                noise_scale=scales[0],
+                length_scale=scales[1],
+                noise_w=scales[2],
+            )
+
+        order = sorted(range(batch), key=lambda row: -counts[row])
+        outputs = dict(zip(order, map_single_threaded(item, order, threads), strict=True))
+        num_samples = torch.cat([outputs[row].num_samples for row in range(batch)])
+        num_frames = torch.cat([outputs[row].num_frames for row in range(batch)])
+        waveform = ids.new_zeros((batch, int(num_samples.max())), dtype=torch.float32)
+        durations = torch.zeros_like(ids)
+        for row, out in outputs.items():
+            waveform[row, : int(out.num_samples[0])] = out.waveform[0, : int(out.num_samples[0])]
+            durations[row, : counts[row]] = out.durations[0]
+        return self._output(waveform, num_samples, durations, lengths, num_frames)
 
     def _flow_in_pieces(self, z_p: Tensor, y_mask: Tensor, g: Tensor | None, pieces: int) -> Tensor:
         """The flow of one item (1, C, T_y) as ``pieces`` time pieces on their own threads (one intra-op
