@@ -559,10 +559,12 @@ class VITSGenerator(nn.Module):
             frames_per_item: run the decoder (~60 % of the work) item by item at each item's own
                 length instead of padded and masked. ``None``: per item on the CPU, where its
                 convolutions over tens of thousands of samples gain nothing from a batch and padding
-                is wasted work; batched on other devices. On the CPU without autograd and with
-                two or more intra-op threads, each item's flow and decoder run on their own thread
-                (one intra-op thread each; see :func:`~voicehub.architectures.parallel.map_single_threaded`).
-                The text side always runs batched.
+                is wasted work; batched on other devices. The rest runs batched, except on the CPU
+                without autograd and with two or more intra-op threads: then items that draw their
+                own noise (``noise``, one generator per item, or scales of 0) run whole, one per
+                thread, and otherwise each item's flow and decoder run on their own thread (one
+                intra-op thread each; see :func:`~voicehub.architectures.parallel.map_single_threaded`).
+                ``False`` keeps the batch together on every device.
 
         Returns:
             :class:`VITSOutput` with the waveform, lengths and per-phoneme durations.
@@ -747,7 +749,7 @@ class VITSGenerator(nn.Module):
 
     def _decode_item(self, z: Tensor, g: Tensor | None) -> Tensor:
         """Decode one item's latent frames (1, C, T_y) at the bucketed length (see :data:`SHAPE_BUCKET`):
-        the waveform (1, >= T_y * hop_length), zero after T_y frames."""
+        the waveform (1, >= T_y * hop_length), of which the first T_y * hop_length samples are the signal."""
         count = z.shape[2]
         rounded = _bucket(count)
         lengths = torch.tensor([count], device=z.device) if rounded != count else None
