@@ -7,6 +7,7 @@ no offline voice has.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.metadata
 import pickle
@@ -62,6 +63,16 @@ def _one_thread() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def voice() -> PiperVoice:
     return load_piper_voice(VOICE)
+
+
+@contextlib.contextmanager
+def _two_threads() -> Iterator[None]:
+    """Two intra-op threads inside the block (the module runs on one)."""
+    torch.set_num_threads(2)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(1)
 
 
 def _alone(model: VITSGenerator, ids: list[int], **options: object) -> tuple[torch.Tensor, torch.Tensor]:
@@ -168,14 +179,13 @@ def test_batched_items_on_two_threads_equal_one_by_one(voice: PiperVoice) -> Non
     handle = voice.model.dec.register_forward_hook(
         lambda _m, _a, _o: decoder_threads.add(threading.current_thread().name)
     )
-    torch.set_num_threads(2)
     try:
-        with torch.inference_mode():
-            out = voice.model(ids, lengths, noise_scale=0.0, noise_w=0.0)
-        assert torch.get_num_threads() == 2
+        with _two_threads():
+            with torch.inference_mode():
+                out = voice.model(ids, lengths, noise_scale=0.0, noise_w=0.0)
+            assert torch.get_num_threads() == 2
     finally:
         handle.remove()
-        torch.set_num_threads(1)
     assert len(decoder_threads) == 2, decoder_threads
     for row, sentence in enumerate(SENTENCES):
         alone, durations = _alone(voice.model, sentence, noise_scale=0.0, noise_w=0.0)
@@ -194,13 +204,11 @@ def test_items_with_their_own_generators_run_whole_on_two_threads(voice: PiperVo
     handle = voice.model.enc_p.register_forward_hook(
         lambda _m, args, _o: calls.append((int(args[0].shape[0]), threading.current_thread().name))
     )
-    torch.set_num_threads(2)
     try:
-        with torch.inference_mode():
+        with _two_threads(), torch.inference_mode():
             out = voice.model(ids, lengths, generator=[torch.Generator().manual_seed(20 + r) for r in range(3)])
     finally:
         handle.remove()
-        torch.set_num_threads(1)
     assert [size for size, _ in calls] == [1, 1, 1]  # the text side ran per item
     assert len({name for _, name in calls}) == 2
     for row, sentence in enumerate(SENTENCES):
@@ -218,13 +226,11 @@ def test_a_batch_sharing_one_generator_keeps_its_noise_on_two_threads(voice: Pip
     handle = voice.model.dec.register_forward_hook(
         lambda _m, _a, _o: decoder_threads.add(threading.current_thread().name)
     )
-    torch.set_num_threads(2)
     try:
-        with torch.inference_mode():
+        with _two_threads(), torch.inference_mode():
             threaded = voice.model(ids, lengths, generator=torch.Generator().manual_seed(8))
     finally:
         handle.remove()
-        torch.set_num_threads(1)
     with torch.inference_mode():
         sequential = voice.model(ids, lengths, generator=torch.Generator().manual_seed(8))
     assert len(decoder_threads) == 2, decoder_threads
@@ -240,13 +246,10 @@ def test_one_item_flow_in_time_pieces_on_two_threads_equals_the_whole(voice: Pip
     z_p = torch.randn(1, 192, 150, generator=generator)
     y_mask = torch.ones(1, 1, 150)
     assert model.flow.context_frames() == 32  # 4 couplings x 4 layers x (5 - 1) / 2
-    torch.set_num_threads(2)
-    try:
+    with _two_threads():
         with torch.inference_mode():
             pieces = model._flow_in_pieces(z_p, y_mask, None, 2)
         assert torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(1)
     with torch.inference_mode():
         whole = model.flow.inverse(z_p, y_mask, None)
         short_context = model.flow.inverse(z_p[:, :, : 75 + 16], y_mask[:, :, : 75 + 16], None)[:, :, :75]
@@ -274,14 +277,13 @@ def test_one_item_decoder_in_time_tiles_on_two_threads_equals_one_pass(
         original(*args)  # type: ignore[arg-type]
 
     decoder._decode_tile = spy  # type: ignore[method-assign]
-    torch.set_num_threads(2)
     try:
-        with torch.inference_mode():
-            tiled = decoder(z, None, lengths)
-        assert torch.get_num_threads() == 2
+        with _two_threads():
+            with torch.inference_mode():
+                tiled = decoder(z, None, lengths)
+            assert torch.get_num_threads() == 2
     finally:
         del decoder._decode_tile
-        torch.set_num_threads(1)
     with torch.inference_mode():
         one_pass = decoder(z, None, lengths)
     assert len(tile_threads) == 2, tile_threads

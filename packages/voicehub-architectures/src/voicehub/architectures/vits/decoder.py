@@ -426,16 +426,24 @@ class Generator(nn.Module):
         for i, (rate, up) in enumerate(zip(self.rates, self.ups, strict=True)):
             x = cast(TimeConvTranspose1d, up).onednn(clear(F.leaky_relu_(x, LRELU_SLOPE)), scale=scale)
             samples_per_frame *= rate
-            activated = clear(torch.ops.aten.leaky_relu.out(x, LRELU_SLOPE, out=self._workspace("activated", x)))
-            scratch, block_out = self._workspace("scratch", x), self._workspace("block", x)
-            blocks = [cast(ResBlock, b) for b in self.resblocks[i * self.num_kernels : (i + 1) * self.num_kernels]]
-            total = blocks[0].onednn(x, activated, scratch, self._workspace("total", x), clear)
-            for j, block in enumerate(blocks[1:], start=2):
-                # The stage's last block may overwrite x (its own convolution's output): one copy fewer.
-                total = total.add_(block.onednn(x, activated, scratch, x if j == len(blocks) else block_out, clear))
-            x = total
+            x = self._stage_blocks(i, x, clear)
             scale = 1.0 / self.num_kernels
-        x = clear(F.leaky_relu_(x))
+        return self._post(clear(F.leaky_relu_(x)), scale)
+
+    def _stage_blocks(self, stage: int, x: Tensor, clear: Callable[[Tensor], Tensor]) -> Tensor:
+        """The sum of stage ``stage``'s residual blocks on its upsampled ``x`` (channels-last, oneDNN
+        path; ``x`` is overwritten), with ``clear`` zeroing what lies outside the signal."""
+        activated = clear(torch.ops.aten.leaky_relu.out(x, LRELU_SLOPE, out=self._workspace("activated", x)))
+        scratch, block_out = self._workspace("scratch", x), self._workspace("block", x)
+        blocks = [cast(ResBlock, b) for b in self.resblocks[stage * self.num_kernels : (stage + 1) * self.num_kernels]]
+        total = blocks[0].onednn(x, activated, scratch, self._workspace("total", x), clear)
+        for j, block in enumerate(blocks[1:], start=2):
+            # The stage's last block may overwrite x (its own convolution's output): one copy fewer.
+            total = total.add_(block.onednn(x, activated, scratch, x if j == len(blocks) else block_out, clear))
+        return total
+
+    def _post(self, x: Tensor, scale: float) -> Tensor:
+        """``tanh(conv_post(x * scale))`` of the activated last stage (1, C, 1, T) -> waveform (1, T)."""
         if self.conv_post.polyphase_ready(x):
             return self.conv_post.onednn_polyphase(x, "tanh", scale=scale)
         return self.conv_post.onednn(x, "tanh", scale=scale)[:, 0, 0]
@@ -492,7 +500,6 @@ class Generator(nn.Module):
         stage's input, or the waveform after the last stage)."""
         start, end = tile
         rate, up = self.rates[stage], cast(TimeConvTranspose1d, self.ups[stage])
-        blocks = [cast(ResBlock, b) for b in self.resblocks[stage * self.num_kernels : (stage + 1) * self.num_kernels]]
         halo = -(-(self._stage_context(stage) + up.kernel_size[0]) // rate)  # input samples on each side
         source = self._workspace("tile_in", x, width=end - start + 2 * halo)
         lo, hi = max(0, start - halo), min(x.shape[3], end + halo)
@@ -510,23 +517,12 @@ class Generator(nn.Module):
                 t[:, :, :, keep_to:] = 0
             return t
 
-        y = clear(up.onednn(F.leaky_relu_(source, LRELU_SLOPE), scale=scale))
-        activated = clear(torch.ops.aten.leaky_relu.out(y, LRELU_SLOPE, out=self._workspace("activated", y)))
-        scratch, block_out = self._workspace("scratch", y), self._workspace("block", y)
-        total = blocks[0].onednn(y, activated, scratch, self._workspace("total", y), clear)
-        for j, block in enumerate(blocks[1:], start=2):
-            total = total.add_(block.onednn(y, activated, scratch, y if j == len(blocks) else block_out, clear))
+        total = self._stage_blocks(stage, clear(up.onednn(F.leaky_relu_(source, LRELU_SLOPE), scale=scale)), clear)
         kept = slice(start * rate - offset, end * rate - offset)
         if stage < len(self.rates) - 1:
             out[:, :, :, start * rate : end * rate] = total[:, :, :, kept]
             return
-        total = clear(F.leaky_relu_(total))
-        post_scale = 1.0 / self.num_kernels
-        if self.conv_post.polyphase_ready(total):
-            audio = self.conv_post.onednn_polyphase(total, "tanh", scale=post_scale)
-        else:
-            audio = self.conv_post.onednn(total, "tanh", scale=post_scale)[:, 0, 0]
-        out[:, start * rate : end * rate] = audio[:, kept]
+        out[:, start * rate : end * rate] = self._post(clear(F.leaky_relu_(total)), 1.0 / self.num_kernels)[:, kept]
 
 
 __all__ = [
