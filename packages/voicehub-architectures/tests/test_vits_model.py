@@ -239,23 +239,45 @@ def test_a_batch_sharing_one_generator_keeps_its_noise_on_two_threads(voice: Pip
 
 
 def test_one_item_flow_in_time_pieces_on_two_threads_equals_the_whole(voice: PiperVoice) -> None:
-    """With two intra-op threads one item's flow runs as two time pieces with the flow's context on
-    both sides, one per thread; the frames equal the whole flow's (with half the context they would not)."""
+    """With two intra-op threads one item's flow runs each coupling as two time pieces with the
+    coupling's context on both sides, one per thread; the frames equal the whole flow's (with half
+    the context they would not)."""
     model = voice.model
     generator = torch.Generator().manual_seed(5)
     z_p = torch.randn(1, 192, 150, generator=generator)
     y_mask = torch.ones(1, 1, 150)
-    assert model.flow.context_frames() == 32  # 4 couplings x 4 layers x (5 - 1) / 2
-    with _two_threads():
-        with torch.inference_mode():
-            pieces = model._flow_in_pieces(z_p, y_mask, None, 2)
-        assert torch.get_num_threads() == 2
+    couplings = list(model.flow.flows.values())
+    assert [layer.context_frames() for layer in couplings] == [8, 8, 8, 8]  # 4 layers x (5 - 1) / 2
+    assert model.flow.context_frames() == 32
+    piece_threads: set[str] = set()
+    original = model.flow.flows["0"].inverse_time_major
+
+    def spy(*args: object) -> torch.Tensor:
+        piece_threads.add(threading.current_thread().name)
+        return original(*args)  # type: ignore[arg-type]
+
+    model.flow.flows["0"].inverse_time_major = spy  # type: ignore[method-assign]
+    try:
+        with _two_threads():
+            with torch.inference_mode():
+                pieces = model.flow.inverse_in_pieces(z_p, y_mask, None, 2)
+            assert torch.get_num_threads() == 2
+    finally:
+        del model.flow.flows["0"].inverse_time_major
     with torch.inference_mode():
         whole = model.flow.inverse(z_p, y_mask, None)
-        short_context = model.flow.inverse(z_p[:, :, : 75 + 16], y_mask[:, :, : 75 + 16], None)[:, :, :75]
+    assert len(piece_threads) == 2, piece_threads
     assert pieces.shape == whole.shape
     assert float((pieces - whole).abs().max()) < 1e-6  # the same row-by-row products (measured 0)
-    assert float((short_context - whole[:, :, :75]).abs().max()) > 1e-4
+    for layer in couplings:
+        layer.context_frames = lambda: 4  # type: ignore[method-assign]
+    try:
+        with _two_threads(), torch.inference_mode():
+            short_context = model.flow.inverse_in_pieces(z_p, y_mask, None, 2)
+    finally:
+        for layer in couplings:
+            del layer.context_frames
+    assert float((short_context - whole).abs().max()) > 1e-4
 
 
 @pytest.mark.parametrize(("frames", "valid"), [(96, 96), (128, 101)])

@@ -67,7 +67,8 @@ MASK_VALUE = -1e4
 
 SPLIT_FLOW_MIN_FRAMES = 96
 """Frames from which one item's flow runs as time pieces on several threads (see
-:meth:`VITSGenerator._flow_in_pieces`); a shorter flow is cheaper than the pieces' extra context."""
+:meth:`~voicehub.architectures.vits.flow.ResidualCouplingBlock.inverse_in_pieces`); a shorter flow
+is cheaper than the pieces' extra context and the threads' wake-ups."""
 
 SHAPE_BUCKET = 32
 """Latent frames are padded (and masked) up to a multiple of this before the decoder runs: oneDNN
@@ -665,8 +666,8 @@ class VITSGenerator(nn.Module):
             map_single_threaded(synthesize_item, sorted(range(batch), key=lambda row: -counts[row]), threads)
             return self._output(audio, num_samples, durations[:, :num_ids], lengths, num_frames)
 
-        if batch == 1 and threads > 1 and max_frames >= SPLIT_FLOW_MIN_FRAMES:
-            z = _pad_to(self._flow_in_pieces(z_p, y_mask, g, threads), padded_frames)
+        if batch == 1 and threads > 1 and max_frames >= SPLIT_FLOW_MIN_FRAMES and self.flow.time_major_ready():
+            z = _pad_to(self.flow.inverse_in_pieces(z_p, y_mask, g, threads) * y_mask, padded_frames)
         else:
             z = _pad_to(self.flow.inverse(z_p, y_mask, g) * y_mask, padded_frames)
         if frames_per_item:
@@ -730,22 +731,6 @@ class VITSGenerator(nn.Module):
             waveform[row, : int(out.num_samples[0])] = out.waveform[0, : int(out.num_samples[0])]
             durations[row, : counts[row]] = out.durations[0]
         return self._output(waveform, num_samples, durations, lengths, num_frames)
-
-    def _flow_in_pieces(self, z_p: Tensor, y_mask: Tensor, g: Tensor | None, pieces: int) -> Tensor:
-        """The flow of one item (1, C, T_y) as ``pieces`` time pieces on their own threads (one intra-op
-        thread each), each with :meth:`ResidualCouplingBlock.context_frames` extra frames on both
-        sides: the same numbers as the whole (its matrix products are row by row), without a barrier
-        per product."""
-        length, context = z_p.shape[2], self.flow.context_frames()
-        cuts = [round(length * i / pieces) for i in range(pieces + 1)]
-
-        def piece(index: int) -> Tensor:
-            start, end = cuts[index], cuts[index + 1]
-            lo, hi = max(0, start - context), min(length, end + context)
-            out = self.flow.inverse(z_p[:, :, lo:hi], y_mask[:, :, lo:hi], g)
-            return out[:, :, start - lo : end - lo]
-
-        return torch.cat(map_single_threaded(piece, range(pieces), pieces), dim=2) * y_mask
 
     def _decode_item(self, z: Tensor, g: Tensor | None) -> Tensor:
         """Decode one item's latent frames (1, C, T_y) at the bucketed length (see :data:`SHAPE_BUCKET`):
