@@ -280,22 +280,28 @@ def test_one_item_flow_in_time_pieces_on_two_threads_equals_the_whole(voice: Pip
     assert float((short_context - whole).abs().max()) > 1e-4
 
 
-@pytest.mark.parametrize(("frames", "valid"), [(96, 96), (128, 101)])
+@pytest.mark.parametrize(
+    ("frames", "valid", "first_stage_tiles"), [(96, 96, [(0, 48), (48, 96)]), (128, 101, [(0, 56), (56, 112)])]
+)
 def test_one_item_decoder_in_time_tiles_on_two_threads_equals_one_pass(
-    voice: PiperVoice, frames: int, valid: int
+    voice: PiperVoice, frames: int, valid: int, first_stage_tiles: list[tuple[int, int]]
 ) -> None:
     """With two intra-op threads one item's decoder runs each stage as two time tiles (each with the
     stage's context on both sides), one per thread; the signal equals the one-pass decoder's, also
-    for a bucketed length with padding after ``valid`` frames."""
+    for a bucketed length with padding after ``valid`` frames, of which the tiles cover only the
+    signal rounded up to 8 frames per tile (101 frames: 2 x 56, not 2 x 64)."""
     decoder = voice.model.dec
     z = torch.randn(1, 192, frames, generator=torch.Generator().manual_seed(9))
     lengths = torch.tensor([valid]) if valid != frames else None
     assert [decoder._stage_context(stage) for stage in range(3)] == [45, 45, 48]
     tile_threads: set[str] = set()
+    tiles: list[object] = []
     original = decoder._decode_tile
 
     def spy(*args: object) -> None:
         tile_threads.add(threading.current_thread().name)
+        if args[2] == 0:  # stage
+            tiles.append(args[-1])
         original(*args)  # type: ignore[arg-type]
 
     decoder._decode_tile = spy  # type: ignore[method-assign]
@@ -309,6 +315,7 @@ def test_one_item_decoder_in_time_tiles_on_two_threads_equals_one_pass(
     with torch.inference_mode():
         one_pass = decoder(z, None, lengths)
     assert len(tile_threads) == 2, tile_threads
+    assert sorted(tiles) == first_stage_tiles  # type: ignore[type-var]
     assert tiled.shape == one_pass.shape
     signal = valid * 256
     assert float((tiled[:, :signal] - one_pass[:, :signal]).abs().max()) < 1e-6  # measured 5e-8

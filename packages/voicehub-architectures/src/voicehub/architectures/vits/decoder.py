@@ -17,6 +17,7 @@ plain path up to float rounding.
 from __future__ import annotations
 
 import functools
+import math
 import threading
 from collections.abc import Callable, Sequence
 from typing import cast
@@ -38,6 +39,13 @@ POLYPHASE_BLOCK = 8
 TILED_MIN_FRAMES = 64
 """Latent frames from which one item is decoded in time tiles on several threads
 (:meth:`Generator._forward_tiled`); shorter inputs take the one-pass path."""
+
+TILE_BUCKET = 8
+"""Latent frames: a tile of :meth:`Generator._forward_tiled` is rounded up to a multiple of this.
+oneDNN builds its kernels per input shape (~100 ms for a new decoder length); rounded tiles repeat
+from call to call, and rounding each tile by 8 frames wastes less than rounding the whole signal by
+32 (:data:`~voicehub.architectures.vits.model.SHAPE_BUCKET`): a 236-frame sentence on two threads
+decodes 2 x 120 frames instead of 256."""
 
 WORKSPACE_MAX_BYTES = 32 * 2**20
 """Largest activation buffer the oneDNN path keeps between calls (one of four; 32 MB holds the last
@@ -463,6 +471,9 @@ class Generator(nn.Module):
     def _forward_tiled(self, z: Tensor, g: Tensor | None, frame_lengths: Tensor | None, threads: int) -> Tensor:
         """:meth:`_forward_onednn` of one item with each stage cut in time into ``threads`` tiles, one per
         thread with one intra-op thread (:func:`~voicehub.architectures.parallel.map_single_threaded`).
+        The tiles cover the ``frame_lengths[0]`` signal frames, each rounded up to :data:`TILE_BUCKET`
+        frames (the padding of ``z`` beyond the signal is not decoded); the output has the one-pass
+        path's length, zeros after the signal.
 
         A tile reads its part of the stage input plus ``ceil((context + K) / rate)`` samples on each
         side (zeros beyond the signal), runs the upsampling and the residual blocks on that, and keeps
@@ -471,26 +482,30 @@ class Generator(nn.Module):
         OpenMP thread takes a fraction of a millisecond to wake, paid at each of ~55 operators.
         """
         valid = int(frame_lengths[0]) if frame_lengths is not None else z.shape[2]
-        x = torch.empty(1, z.shape[1], 1, z.shape[2], memory_format=torch.channels_last)
-        x.copy_(z.unsqueeze(2))
+        tile = -(-valid // threads)
+        tile = -(-tile // TILE_BUCKET) * TILE_BUCKET
+        x = torch.empty(1, z.shape[1], 1, tile * threads, memory_format=torch.channels_last)
+        x[:, :, 0, :valid] = z[:, :, :valid]
         x[:, :, :, valid:] = 0
         x = self.conv_pre.onednn(x)
         if g is not None:
             x = x.add_(self.cond(g).unsqueeze(2))
         x[:, :, :, valid:] = 0
         scale = 1.0
+        samples = z.shape[2] * math.prod(self.rates)  # the one-pass path's output length
         for stage, rate in enumerate(self.rates):
             length_in = x.shape[3]
-            cuts = [round(length_in * i / threads) for i in range(threads + 1)]
+            cuts = [length_in * i // threads for i in range(threads + 1)]  # tiles of equal length
             if stage == len(self.rates) - 1:
-                out = torch.empty(1, length_in * rate)
+                out = torch.empty(1, max(length_in * rate, samples))
+                out[:, length_in * rate :] = 0
             else:
                 channels = cast(TimeConvTranspose1d, self.ups[stage]).out_channels
                 out = torch.empty(1, channels, 1, length_in * rate, memory_format=torch.channels_last)
             tiles = [(cuts[i], cuts[i + 1]) for i in range(threads)]
             map_single_threaded(functools.partial(self._decode_tile, x, out, stage, scale, valid), tiles, threads)
             x, scale, valid = out, 1.0 / self.num_kernels, valid * rate
-        return x
+        return x[:, :samples]
 
     def _decode_tile(
         self, x: Tensor, out: Tensor, stage: int, scale: float, valid_in: int, tile: tuple[int, int]

@@ -77,7 +77,8 @@ against ~250 ms of work on one core), and rounded lengths repeat from call to ca
 it cached are reused. Phoneme ids and the flow's frames are not padded: the text side and the flow
 showed no cost at a new length (measured 109-111 ids and 233-249 frames: first call = later
 calls), while rounding 109 ids up to 128 cost the text side ~15 % and 240 frames up to 256 the
-flow ~7 %."""
+flow ~7 %. One item decoded in tiles on several threads rounds each tile instead
+(:data:`~voicehub.architectures.vits.decoder.TILE_BUCKET`) and skips this padding."""
 
 SPLINE_MIN_BIN = 1e-3
 """Smallest bin width, height and derivative of the rational-quadratic spline (upstream default)."""
