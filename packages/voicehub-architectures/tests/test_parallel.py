@@ -1,5 +1,5 @@
-"""map_single_threaded: order, one intra-op thread per worker, the caller's thread count and autograd
-mode, errors."""
+"""map_single_threaded and call_single_threaded: order, one intra-op thread per worker, the caller's
+thread count and autograd mode, errors."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from voicehub.architectures.parallel import map_single_threaded
+from voicehub.architectures.parallel import call_single_threaded, map_single_threaded
 
 
 def test_results_keep_the_order_of_the_items_and_use_several_threads() -> None:
@@ -132,3 +132,31 @@ def test_a_forked_child_gets_its_own_workers() -> None:
         os.waitpid(pid, 0)
         pytest.fail("the forked child hung waiting for the parent's pool threads")
     assert os.read(read, 8) == b"ok"
+
+
+def test_call_single_threaded_runs_on_a_one_thread_worker_and_returns_or_raises() -> None:
+    """With two intra-op threads the call runs on a pool worker with one intra-op thread, in the
+    caller's autograd mode; its result comes back and its error is raised in the caller. With one
+    intra-op thread it runs on the caller's thread."""
+    caller = threading.current_thread().name
+
+    def where() -> tuple[str, int, bool]:
+        return threading.current_thread().name, torch.get_num_threads(), torch.is_inference_mode_enabled()
+
+    def fails() -> None:
+        raise KeyError("from the worker")
+
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        with torch.inference_mode():
+            name, threads, inference = call_single_threaded(where)
+        assert name != caller and threads == 1 and inference
+        assert torch.get_num_threads() == 2
+        with pytest.raises(KeyError, match="from the worker"):
+            call_single_threaded(fails)
+        torch.set_num_threads(1)
+        name, threads, inference = call_single_threaded(where)
+        assert (name, threads, inference) == (caller, 1, False)
+    finally:
+        torch.set_num_threads(previous)

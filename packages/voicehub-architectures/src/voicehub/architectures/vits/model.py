@@ -32,6 +32,7 @@ batch mates), or set both scales to 0 for noiseless, repeatable output.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Sequence
 from typing import cast
@@ -41,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from voicehub.architectures.parallel import map_single_threaded
+from voicehub.architectures.parallel import call_single_threaded, map_single_threaded
 from voicehub.architectures.vits.config import (
     DDS_NUM_LAYERS,
     SPLINE_NUM_BINS,
@@ -433,6 +434,17 @@ class VITSOutput:
         return waveform, self.durations[index, :num_ids].cpu().numpy() * self.hop_length
 
 
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class _Prior:
+    """What the text side of :meth:`VITSGenerator.forward` hands to the flow and the decoder."""
+
+    z_p: Tensor  # float (batch, inter_channels, T_y): the prior's sample
+    y_mask: Tensor  # float (batch, 1, T_y)
+    durations: Tensor  # int64 (batch, T_x): frames per phoneme id
+    num_frames: Tensor  # int64 (batch,)
+    g: Tensor | None  # float (batch, speaker_channels, 1), or None
+
+
 def _bucket(length: int) -> int:
     """``length`` rounded up to a multiple of :data:`SHAPE_BUCKET`."""
     return -(-length // SHAPE_BUCKET) * SHAPE_BUCKET
@@ -604,51 +616,15 @@ class VITSGenerator(nn.Module):
             scales = (noise_scale, length_scale, noise_w)
             return self._items_on_threads(ids, lengths, speaker_ids, noise, generator, scales, threads)
 
-        padded_ids = num_ids  # no bucket on the text side (see SHAPE_BUCKET)
-        x_mask = sequence_mask(lengths, padded_ids)
-        x, m_p, logs_p = self.enc_p(_pad_to(ids, padded_ids), x_mask)
-        g = (
-            self.emb_g(speaker_ids.to(device)).unsqueeze(-1)
-            if speaker_ids is not None and self.config.num_speakers > 1
-            else None
+        text_side = functools.partial(
+            self._prior, ids, lengths, speaker_ids, noise, generator, (noise_scale, length_scale, noise_w)
         )
-
-        if isinstance(self.dp, StochasticDurationPredictor):
-            if noise is not None:
-                duration_noise = noise.duration[:, :, :num_ids].to(device)
-            elif noise_w == 0:
-                duration_noise = torch.zeros(batch, 2, num_ids, device=device)
-            else:
-                duration_noise = _draw(generator, batch, 2, lengths, device)
-            logw = self.dp(x, x_mask, _pad_to(duration_noise, padded_ids) * noise_w, g)
-        else:
-            logw = self.dp(x, x_mask, g)
-        durations = torch.ceil(torch.exp(logw) * x_mask * length_scale)[:, 0].long()  # (batch, padded T_x) frames
-        num_frames = durations.sum(dim=1).clamp_min(1)
+        # One item's text side is hundreds of small operators in a row: one intra-op thread runs it as fast
+        # as two and leaves the other core free (see call_single_threaded).
+        prior = call_single_threaded(text_side) if batch == 1 and threads > 1 else text_side()
+        z_p, y_mask, durations, num_frames, g = prior.z_p, prior.y_mask, prior.durations, prior.num_frames, prior.g
         max_frames = int(num_frames.max())
         padded_frames = _bucket(max_frames)  # for the decoder only: the flow costs nothing extra at a new length
-
-        # Monotonic length regulation: frame f belongs to the phoneme whose cumulative end first exceeds f.
-        ends = durations.cumsum(dim=1)
-        frames = torch.arange(max_frames, device=device).expand(batch, max_frames).contiguous()
-        phoneme = torch.searchsorted(ends, frames, right=True)
-        valid = (frames < ends[:, -1:]).unsqueeze(1)
-        index = phoneme.clamp_max(padded_ids - 1).unsqueeze(1).expand(-1, self.config.inter_channels, -1)
-        m_frames = torch.gather(m_p, 2, index) * valid
-        logs_frames = torch.gather(logs_p, 2, index) * valid
-        y_mask = sequence_mask(num_frames, max_frames)
-
-        if noise is not None:
-            if noise.latent.shape[2] < max_frames:
-                raise InferenceOptionError(
-                    f"vits: noise.latent has {noise.latent.shape[2]} frames, this call needs {max_frames}"
-                )
-            latent_noise = noise.latent[:, :, :max_frames].to(device)
-        elif noise_scale == 0:
-            latent_noise = torch.zeros(batch, self.config.inter_channels, max_frames, device=device)
-        else:
-            latent_noise = _draw(generator, batch, self.config.inter_channels, num_frames, device)
-        z_p = m_frames + latent_noise * torch.exp(logs_frames) * noise_scale
         hop = self.config.hop_length
         num_samples = num_frames * hop
         if frames_per_item is None:
@@ -682,6 +658,66 @@ class VITSGenerator(nn.Module):
             if ragged:
                 audio = audio * sequence_mask(num_samples, audio.shape[1])[:, 0]
         return self._output(audio, num_samples, durations[:, :num_ids], lengths, num_frames)
+
+    def _prior(
+        self,
+        ids: Tensor,
+        lengths: Tensor,
+        speaker_ids: Tensor | None,
+        noise: VITSNoise | None,
+        generator: torch.Generator | Sequence[torch.Generator] | None,
+        scales: tuple[float, float, float],
+    ) -> _Prior:
+        """The text side of :meth:`forward` (arguments as there, checked): text encoder, durations,
+        length regulation and the prior's sample z_p."""
+        noise_scale, length_scale, noise_w = scales
+        batch, num_ids = ids.shape
+        device = ids.device
+        padded_ids = num_ids  # no bucket on the text side (see SHAPE_BUCKET)
+        x_mask = sequence_mask(lengths, padded_ids)
+        x, m_p, logs_p = self.enc_p(_pad_to(ids, padded_ids), x_mask)
+        g = (
+            self.emb_g(speaker_ids.to(device)).unsqueeze(-1)
+            if speaker_ids is not None and self.config.num_speakers > 1
+            else None
+        )
+
+        if isinstance(self.dp, StochasticDurationPredictor):
+            if noise is not None:
+                duration_noise = noise.duration[:, :, :num_ids].to(device)
+            elif noise_w == 0:
+                duration_noise = torch.zeros(batch, 2, num_ids, device=device)
+            else:
+                duration_noise = _draw(generator, batch, 2, lengths, device)
+            logw = self.dp(x, x_mask, _pad_to(duration_noise, padded_ids) * noise_w, g)
+        else:
+            logw = self.dp(x, x_mask, g)
+        durations = torch.ceil(torch.exp(logw) * x_mask * length_scale)[:, 0].long()  # (batch, padded T_x) frames
+        num_frames = durations.sum(dim=1).clamp_min(1)
+        max_frames = int(num_frames.max())
+
+        # Monotonic length regulation: frame f belongs to the phoneme whose cumulative end first exceeds f.
+        ends = durations.cumsum(dim=1)
+        frames = torch.arange(max_frames, device=device).expand(batch, max_frames).contiguous()
+        phoneme = torch.searchsorted(ends, frames, right=True)
+        valid = (frames < ends[:, -1:]).unsqueeze(1)
+        index = phoneme.clamp_max(padded_ids - 1).unsqueeze(1).expand(-1, self.config.inter_channels, -1)
+        m_frames = torch.gather(m_p, 2, index) * valid
+        logs_frames = torch.gather(logs_p, 2, index) * valid
+        y_mask = sequence_mask(num_frames, max_frames)
+
+        if noise is not None:
+            if noise.latent.shape[2] < max_frames:
+                raise InferenceOptionError(
+                    f"vits: noise.latent has {noise.latent.shape[2]} frames, this call needs {max_frames}"
+                )
+            latent_noise = noise.latent[:, :, :max_frames].to(device)
+        elif noise_scale == 0:
+            latent_noise = torch.zeros(batch, self.config.inter_channels, max_frames, device=device)
+        else:
+            latent_noise = _draw(generator, batch, self.config.inter_channels, num_frames, device)
+        z_p = m_frames + latent_noise * torch.exp(logs_frames) * noise_scale
+        return _Prior(z_p=z_p, y_mask=y_mask, durations=durations, num_frames=num_frames, g=g)
 
     def _items_on_threads(
         self,
