@@ -577,8 +577,10 @@ class VITSGenerator(nn.Module):
                 without autograd and with two or more intra-op threads: then items that draw their
                 own noise (``noise``, one generator per item, or scales of 0) run whole, one per
                 thread, and otherwise each item's flow and decoder run on their own thread (one
-                intra-op thread each; see :func:`~voicehub.architectures.parallel.map_single_threaded`).
-                ``False`` keeps the batch together on every device.
+                intra-op thread each; see :func:`~voicehub.architectures.parallel.map_single_threaded`);
+                one item runs its text side on one worker thread, then its flow (coupling by coupling)
+                and its decoder stages as time pieces, one per thread. ``False`` keeps the batch
+                together on every device.
 
         Returns:
             :class:`VITSOutput` with the waveform, lengths and per-phoneme durations.
