@@ -16,7 +16,11 @@ transposed, ...), in milliseconds:
 * ``decoder one pass``: ``Generator._forward_onednn`` of each ``--frames`` with ``onednn``
   always taking ``onednn_transposed`` against ``onednn`` as it is (the polyphase form from
   ``UPSAMPLING_POLYPHASE_MIN_SAMPLES`` input samples);
-* ``decoder forward``: the same for ``Generator.forward`` (with two or more threads, the tiled path).
+* ``decoder forward``: the same for ``Generator.forward`` (with two or more threads, the tiled path);
+* ``after N frames``: ``Generator._forward_onednn`` of each ``--frames`` right after one of
+  ``--first-frames`` frames, every round from unpacked weights: the transposed convolutions' weights
+  packed for the first call's shape only (as before packs were kept per shape) against packed per
+  shape (the second call then packs again, and that is timed).
 
 ``--no-spin`` sets ``OMP_WAIT_POLICY=PASSIVE`` before torch starts (see ``vits_speed.py``).
 
@@ -65,6 +69,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=40)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--frames", default="64,256", help="comma-separated latent frame counts")
+    parser.add_argument("--first-frames", type=int, default=20, help="the short sentence before the others")
     parser.add_argument("--no-spin", action="store_true", help="idle OpenMP threads sleep instead of spinning")
     args = parser.parse_args()
     if args.no_spin:
@@ -72,7 +77,7 @@ def main() -> None:
     import torch
 
     from voicehub.architectures.vits import load_piper_voice
-    from voicehub.architectures.vits.decoder import TimeConvTranspose1d
+    from voicehub.architectures.vits.decoder import TimeConvTranspose1d, _PackedWeight
 
     torch.set_num_threads(args.threads)
     onnx_path = Path(
@@ -87,8 +92,8 @@ def main() -> None:
     print(f"threads={args.threads} repeats={args.repeats} frames={args.frames} no_spin={args.no_spin}")
     print(f"{'row':<36} {'transposed min/med':>19} {'polyphase min/med':>18} {'ratio min/med':>14}")
 
-    def report(name: str, times: dict[str, list[float]]) -> None:
-        old, new = times["transposed"], times["polyphase"]
+    def report(name: str, times: dict[str, list[float]], before: str = "transposed", after: str = "polyphase") -> None:
+        old, new = times[before], times[after]
         print(
             f"{name:<36} {min(old):9.2f}/{statistics.median(old):<9.2f} {min(new):8.2f}/{statistics.median(new):<9.2f}"
             f" {min(new) / min(old):6.3f}/{statistics.median(new) / statistics.median(old):.3f}"
@@ -143,6 +148,37 @@ def main() -> None:
             ):
                 calls = {"transposed": with_path(run, True), "polyphase": with_path(run, False)}
                 report(name, interleaved(calls, max(1, args.repeats // 4)))
+
+        per_shape = _PackedWeight.get
+
+        def first_shape_only(
+            self: _PackedWeight,
+            weight: torch.Tensor,
+            scale: float,
+            pack: Callable[[torch.Tensor], torch.Tensor],
+            variant: tuple[int, ...] = (),
+        ) -> torch.Tensor:
+            return per_shape(self, weight, scale, pack)
+
+        short = torch.randn(1, decoder.conv_pre.in_channels, args.first_frames, generator=source)
+        print(f"{'':<36} {'first shape only':>19} {'per shape':>18}")
+        for frames in frame_counts:
+            z = torch.randn(1, decoder.conv_pre.in_channels, frames, generator=source)
+            second: dict[str, list[float]] = {"first shape only": [], "per shape": []}
+            for _ in range(max(1, args.repeats // 4)):
+                for mode, get in (("first shape only", first_shape_only), ("per shape", per_shape)):
+                    _PackedWeight.get = get  # type: ignore[method-assign]
+                    try:
+                        for up in ups:
+                            up.__dict__.pop("_packed_weight", None)
+                            up.__dict__.pop("_polyphase_weight", None)
+                        decoder._forward_onednn(short, None, None)
+                        start = time.perf_counter()
+                        decoder._forward_onednn(z, None, None)
+                        second[mode].append((time.perf_counter() - start) * 1e3)
+                    finally:
+                        _PackedWeight.get = per_shape  # type: ignore[method-assign]
+            report(f"after {args.first_frames} frames: {frames} frames", second, "first shape only", "per shape")
 
 
 if __name__ == "__main__":
