@@ -5,6 +5,7 @@ convolutions as one ``addmm``."""
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from torch import nn
 
 from voicehub.architectures.vits import PiperVoice, load_piper_voice
 from voicehub.architectures.vits.decoder import (
+    PACKED_VARIANTS_KEPT,
     POLYPHASE_BLOCK,
     UPSAMPLING_POLYPHASE_MIN_SAMPLES,
     TimeConv1d,
@@ -200,6 +202,31 @@ def test_polyphase_upsampling_is_refused_where_it_does_not_apply(layer: TimeConv
         reference = _transposed_reference(layer, x, 0.5)
     assert fast.shape == plain.shape == reference.shape
     assert float((fast - reference).abs().max()) < TOLERANCE and float((plain - reference).abs().max()) < TOLERANCE
+
+
+def test_transposed_upsampling_keeps_a_pack_per_input_shape(voice: PiperVoice) -> None:
+    """oneDNN lays a packed weight out by input length; the voice's first upsampling layer keeps one
+    pack per shape (the oldest dropped past PACKED_VARIANTS_KEPT, all dropped when the weight changes)
+    and each call equals ``F.conv_transpose1d``."""
+    layer = copy.deepcopy(cast(TimeConvTranspose1d, voice.model.dec.ups[0]))
+    if "_packed_weight" in layer.__dict__:
+        assert not layer.__dict__["_packed_weight"].packs  # a copy packs again
+    lengths = [20, 256, 20, 7, 50, 90, 300]
+    for length in lengths:
+        x = _channels_last(1, layer.in_channels, length, seed=length)
+        with torch.inference_mode():
+            fast, reference = layer.onednn_transposed(x, scale=0.5), _transposed_reference(layer, x, 0.5)
+        assert float((fast - reference).abs().max()) < TOLERANCE and float(reference.abs().max()) > 0.1
+    packs = layer.__dict__["_packed_weight"].packs
+    threads = torch.get_num_threads()
+    assert list(packs) == [(1, 256, 1, length, threads) for length in lengths[-PACKED_VARIANTS_KEPT:]]
+    with torch.no_grad():
+        layer.weight.mul_(-1)
+    x = _channels_last(1, layer.in_channels, 300, seed=300)
+    with torch.inference_mode():
+        fast, reference = layer.onednn_transposed(x, scale=0.5), _transposed_reference(layer, x, 0.5)
+    assert float((fast - reference).abs().max()) < TOLERANCE
+    assert list(layer.__dict__["_packed_weight"].packs) == [(1, 256, 1, 300, threads)]  # the others dropped
 
 
 def test_depthwise_conv1d_equals_the_convolution(voice: PiperVoice) -> None:

@@ -654,6 +654,7 @@ class Generator(nn.Module):
 
 __all__ = [
     "LRELU_SLOPE",
+    "PACKED_VARIANTS_KEPT",
     "POLYPHASE_BLOCK",
     "UPSAMPLING_POLYPHASE_MIN_SAMPLES",
     "Generator",
