@@ -8,8 +8,8 @@ layers 1, 8 and 64 samples per frame (256, 2048 and 16384 samples for 256 frames
 measured in turn, each layer's methods on one length after another's, as a decoder meets
 sentences of different lengths (a weight packed for one length may need converting for another).
 
-Rows, each the best and the median of ``--repeats`` interleaved calls (transposed, polyphase,
-transposed, ...), in milliseconds:
+Rows, each the best and the median of ``--repeats`` (decoder rows: a quarter of that) interleaved calls (old, new,
+old, ...), in milliseconds:
 
 * one row per upsampling layer and length, the layer alone (``onednn_transposed`` against
   ``onednn_polyphase``, the scale folded as the decoder does after the first stage);
@@ -24,7 +24,8 @@ transposed, ...), in milliseconds:
 
 ``--no-spin`` sets ``OMP_WAIT_POLICY=PASSIVE`` before torch starts (see ``vits_speed.py``).
 
-Usage: ``uv run python benchmarks/vits_upsampling_speed.py [--repeats 40] [--threads 1] [--no-spin]``
+Usage: ``uv run python benchmarks/vits_upsampling_speed.py [--repeats 40] [--threads 1] [--frames 64,256]
+[--first-frames 20] [--no-spin]``
 """
 
 from __future__ import annotations

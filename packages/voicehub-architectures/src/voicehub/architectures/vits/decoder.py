@@ -292,12 +292,15 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
         """:meth:`onednn` through oneDNN's transposed convolution (any batch, groups and padding), the
         weight packed once per input shape and thread count.
 
-        oneDNN picks the weight's blocked layout by input length and threads (the 256 -> 128, k = 16
-        layer of the joe-medium voice, one thread: one layout for most lengths under ~100 frames,
-        another above, interleaved below 50), and converts a weight packed for the other layout at
-        every call by a generic reorder: measured 46 ms per call against 3.6 ms for the layer on
-        256 frames, on every sentence whose length differs from the first one's side. Packing per
-        shape costs the reorder from the plain layout (0.03-0.33 ms per layer) once per new shape.
+        oneDNN picks the weight's blocked layout by input shape and threads, and converts a weight
+        packed for another layout at every call by a generic reorder. The joe-medium voice's
+        256 -> 128, k = 16 layer on one thread, packed on 20 frames, took it on 5, 6, 9, 11, 12, ...
+        and every length from 51 frames on (packed on 256 frames: on 1-4, 7, 8, 10, ... 50): 46 ms
+        a call, against 3.6 ms for the layer on 256 frames. Measured with
+        ``benchmarks/vits_upsampling_speed.py``, a decoder call after one on 20 frames, one thread,
+        min of 15: 101.8 -> 65.1 ms on 64 frames, 233.8 -> 190.9 on 256; on two threads, where
+        these lengths share a layout, 36.2 -> 37.7 and 128.8 -> 137.0 (the new shape's pack, within
+        noise). A new shape costs the reorder from the plain layout (0.03-0.33 ms per layer).
         """
         if "_packed_weight" not in self.__dict__:
             self._packed_weight = _PackedWeight()
@@ -350,10 +353,13 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
 
         Why and what it gains: oneDNN 3.13's transposed convolution (``brg_deconv``) already runs
         HiFi-GAN's upsampling at 60-75 GFLOP/s on one AVX2 core, as its regular one does; the regular
-        form wins only on long inputs (measured on the joe-medium voice's layers with
-        ``benchmarks/vits_upsampling_speed.py``, interleaved, min of 30-100: ~5-10 % at 16384-32768
-        samples of the 64 -> 32 layer, 8-25 % at 4096 of the 128 -> 64 one; parity to 1.3x slower below
-        2048, hence :data:`UPSAMPLING_POLYPHASE_MIN_SAMPLES`).
+        form wins only on long inputs. Measured on the joe-medium voice's layers with
+        ``benchmarks/vits_upsampling_speed.py`` (interleaved, min and median of 60, ratios new/old,
+        one and two threads): 128 -> 64 on 4096 samples 0.85-0.91 and 0.89-0.91, on 2048 0.93-0.96
+        and 1.02-1.03; 64 -> 32 on 32768 0.94-0.97 and 0.93, on 16384 0.95-0.99 and 0.98-0.99, on
+        4096 1.02-1.05 and 0.95-1.09; 256 -> 128 on 64-512 samples 1.18-1.92 (the per-call reorder of
+        its 2 MB weight). Hence :data:`UPSAMPLING_POLYPHASE_MIN_SAMPLES`. In the whole decoder the
+        difference is within the run-to-run noise (0.89-1.02 on 256-512 frames).
 
         The weight is cached in its plain (s C_out, C_in, 1, J) layout, not reordered for oneDNN
         ahead: oneDNN picks the regular convolution's blocked weight layout by input length and
