@@ -36,6 +36,14 @@ LRELU_SLOPE = 0.1
 POLYPHASE_BLOCK = 8
 """Samples per step of :meth:`TimeConv1d.onednn_polyphase` (measured fastest of 4, 8 and 16)."""
 
+PACKED_VARIANTS_KEPT = 4
+"""Packs of one weight kept for different input shapes (:meth:`TimeConvTranspose1d.onednn_transposed`):
+two tiles of a stage, and a few sentence lengths, without holding one pack per length ever seen."""
+
+UPSAMPLING_POLYPHASE_MIN_SAMPLES = 4096
+"""Input samples from which :meth:`TimeConvTranspose1d.onednn` takes the polyphase convolution; on
+shorter inputs oneDNN's reorder of the plain weight at each call outweighs its gain (measured)."""
+
 TILED_MIN_FRAMES = 64
 """Latent frames from which one item is decoded in time tiles on several threads
 (:meth:`Generator._forward_tiled`); shorter inputs take the one-pass path."""
@@ -67,24 +75,39 @@ def onednn_usable(x: Tensor) -> bool:
 
 
 class _PackedWeight:
-    """A weight (times a scale) reordered for oneDNN, keyed by the source tensor's storage and version.
+    """A weight (times a scale) prepared for oneDNN (reordered, or rearranged), keyed by the source
+    tensor's storage and version, and by a ``variant`` (the input shape a pack was made for, where the
+    caller asks) with up to :data:`PACKED_VARIANTS_KEPT` variants kept.
 
     Never saved, copied or pickled: a copy of the module starts empty and packs again on first use.
     """
 
-    __slots__ = ("key", "tensor")
+    __slots__ = ("key", "lock", "packs")
 
     def __init__(self) -> None:
         self.key: tuple[int, int, float] | None = None
-        self.tensor: Tensor | None = None
+        self.packs: dict[tuple[int, ...], Tensor] = {}
+        self.lock = threading.Lock()
 
-    def get(self, weight: Tensor, scale: float, pack: Callable[[Tensor], Tensor]) -> Tensor:
-        """The packed ``weight * scale`` (a (C_out, C_in, 1, k) tensor handed to ``pack``)."""
+    def get(
+        self, weight: Tensor, scale: float, pack: Callable[[Tensor], Tensor], variant: tuple[int, ...] = ()
+    ) -> Tensor:
+        """The packed ``weight * scale`` (the weight, unsqueezed to (C_out, C_in, 1, k) or (C_in, C_out,
+        1, k), handed to ``pack``) for ``variant``; a changed weight or scale drops every variant."""
         key = (weight.data_ptr(), weight._version, scale)
-        if self.tensor is None or self.key != key:
+        with self.lock:
+            if self.key != key:
+                self.key, self.packs = key, {}
+            packed = self.packs.get(variant)
+        if packed is None:
             source = weight.detach().unsqueeze(2)
-            self.tensor, self.key = pack(source if scale == 1.0 else source * scale), key
-        return self.tensor
+            packed = pack(source if scale == 1.0 else source * scale)
+            with self.lock:
+                if self.key == key:
+                    if len(self.packs) >= PACKED_VARIANTS_KEPT:
+                        del self.packs[next(iter(self.packs))]  # the oldest
+                    self.packs[variant] = packed
+        return packed
 
     def __deepcopy__(self, memo: dict[int, object]) -> _PackedWeight:
         return _PackedWeight()
@@ -122,6 +145,17 @@ def _polyphase_weight(weight: Tensor, padding: int, block: int) -> Tensor:
                 if 0 <= tap < kernel_size:
                     out[i, j, :, m] = taps[:, tap]
     return out.reshape(block, block * channels, 1, 3)
+
+
+def _transposed_polyphase_weight(weight: Tensor, stride: int) -> Tensor:
+    """The (stride * C_out, C_in, 1, J) weight of :meth:`TimeConvTranspose1d.onednn_polyphase` from a
+    (C_in, C_out, 1, k) transposed one, J = ceil(k / stride): output channel ``q * C_out + c``, tap
+    ``J - 1 - j`` holds transposed tap ``stride * j + q`` (zero where that is k or more)."""
+    channels_in, channels_out, _, kernel_size = weight.shape
+    taps = -(-kernel_size // stride)
+    padded = F.pad(weight[:, :, 0], (0, stride * taps - kernel_size))  # (C_in, C_out, J * stride)
+    phases = padded.reshape(channels_in, channels_out, taps, stride).flip(2)  # [..., J - 1 - j, q]
+    return phases.permute(3, 1, 0, 2).reshape(stride * channels_out, channels_in, 1, taps)
 
 
 class TimeConv1d(nn.Conv1d):
@@ -245,25 +279,128 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
 
     def forward(self, x: Tensor, output_size: list[int] | None = None) -> Tensor:
         return F.conv_transpose2d(
-            x, self.weight.unsqueeze(2), self.bias, (1, self.stride[0]), (0, int(self.padding[0])), groups=self.groups
+            x,
+            self.weight.unsqueeze(2),
+            self.bias,
+            (1, self.stride[0]),
+            (0, int(self.padding[0])),
+            (0, self.output_padding[0]),
+            self.groups,
+            (1, self.dilation[0]),
         )
 
     def onednn(self, x: Tensor, *, scale: float = 1.0) -> Tensor:
-        """:meth:`forward` of ``x * scale`` with the weight packed once (as in :meth:`TimeConv1d.onednn`)."""
+        """:meth:`forward` of ``x * scale``: :meth:`onednn_polyphase` where :meth:`polyphase_ready` and ``x``
+        has :data:`UPSAMPLING_POLYPHASE_MIN_SAMPLES` samples or more, else :meth:`onednn_transposed`."""
+        if x.shape[3] >= UPSAMPLING_POLYPHASE_MIN_SAMPLES and self.polyphase_ready(x):
+            return self.onednn_polyphase(x, scale=scale)
+        return self.onednn_transposed(x, scale=scale)
+
+    def onednn_transposed(self, x: Tensor, *, scale: float = 1.0) -> Tensor:
+        """:meth:`onednn` through oneDNN's transposed convolution (any batch, groups and padding), the
+        weight packed once per input shape and thread count.
+
+        oneDNN picks the weight's blocked layout by input shape and threads, and converts a weight
+        packed for another layout at every call by a generic reorder. The joe-medium voice's
+        256 -> 128, k = 16 layer on one thread, packed on 20 frames, took it on 5, 6, 9, 11, 12, ...
+        and every length from 51 frames on (packed on 256 frames: on 1-4, 7, 8, 10, ... 50): 46 ms
+        a call, against 3.6 ms for the layer on 256 frames. Measured with
+        ``benchmarks/vits_upsampling_speed.py``, a decoder call after one on 20 frames, one thread,
+        min of 15: 101.8 -> 65.1 ms on 64 frames, 233.8 -> 190.9 on 256; on two threads, where
+        these lengths share a layout, 36.2 -> 37.7 and 128.8 -> 137.0 (the new shape's pack, within
+        noise). A new shape costs the reorder from the plain layout (0.03-0.33 ms per layer). The
+        model's own decoder lengths (multiples of 32 frames, 32-1024 scanned) and the tiles of
+        :meth:`Generator._forward_tiled` all fell in one layout on this voice, one or two threads:
+        there the per-shape packs cost those reorders and save nothing; they guard other lengths
+        (direct calls) and other voices' shapes.
+        """
         if "_packed_weight" not in self.__dict__:
             self._packed_weight = _PackedWeight()
-        padding, stride = [0, int(self.padding[0])], [1, self.stride[0]]
+        padding, output_padding = [0, int(self.padding[0])], [0, self.output_padding[0]]
+        stride, dilation = [1, self.stride[0]], [1, self.dilation[0]]
         weight = self._packed_weight.get(
             self.weight,
             scale,
             lambda w: torch.ops.mkldnn._reorder_convolution_transpose_weight(
-                w, padding, [0, 0], stride, [1, 1], self.groups, list(x.shape)
+                w, padding, output_padding, stride, dilation, self.groups, list(x.shape)
             ),
+            (*x.shape, torch.get_num_threads()),
         )
         out: Tensor = torch.ops.mkldnn._convolution_transpose_pointwise(
-            x, weight, self.bias, padding, [0, 0], stride, [1, 1], self.groups, "none", [], ""
+            x, weight, self.bias, padding, output_padding, stride, dilation, self.groups, "none", [], ""
         )
         return out
+
+    def polyphase_ready(self, x: Tensor) -> bool:
+        """Whether :meth:`onednn_polyphase` can compute this layer on ``x`` (batch, C_in, 1, T): one item
+        (its result is a view that is dense for one item only), no groups, dilation or output padding,
+        zero padding, and a non-empty output. Any stride and kernel size."""
+        padding, stride, kernel_size = self.padding[0], self.stride[0], self.kernel_size[0]
+        return (
+            x.shape[0] == 1
+            and self.groups == 1
+            and self.dilation[0] == 1
+            and self.output_padding[0] == 0
+            and self.padding_mode == "zeros"
+            and isinstance(padding, int)
+            and (x.shape[3] - 1) * stride - 2 * padding + kernel_size > 0
+        )
+
+    def onednn_polyphase(self, x: Tensor, *, scale: float = 1.0) -> Tensor:
+        """:meth:`onednn` as one regular convolution with ``stride`` times the output channels.
+
+        With stride s, kernel k and padding P, output sample t of the transposed convolution is
+        ``b[c] + sum over (i, k) with t = s i + k - P of w[:, c, k] . x[:, i]``. Writing t + P = s g + q
+        (0 <= q < s) gives k = s (g - i) + q: sample t reads inputs i = g - j through taps
+        ``s j + q`` (j = 0 .. J - 1, J = ceil(k / s)). So output row g, phase q is a regular
+        J-tap convolution of x (zero padding J - 1 on both sides, rows g = 0 .. T + J - 2) with a
+        weight per phase, and all s phases are one convolution C_in -> s * C_out whose channel
+        ``q * C_out + c`` is phase q of channel c (:func:`_transposed_polyphase_weight`). Its
+        channels-last output is laid out [g][q][c] in memory, which is sample s g + q = t + P of a
+        channels-last (1, C_out, 1, s (T + J - 1)) signal: the result is that signal from sample P
+        on, a view (no copy, no interleaving). The same multiply-adds as the transposed convolution
+        (no zero taps when s divides k; HiFi-GAN's k = 2 s gives J = 2 and one extra row). A
+        3-tap form with an exact-length output (padding 1, a third of the taps zero) measured
+        1.2-1.4x slower than oneDNN's transposed convolution.
+
+        Why and what it gains: oneDNN 3.13's transposed convolution (``brg_deconv``) already runs
+        HiFi-GAN's upsampling at 60-75 GFLOP/s on one AVX2 core, as its regular one does; the regular
+        form wins only on long inputs. Measured on the joe-medium voice's layers with
+        ``benchmarks/vits_upsampling_speed.py`` (interleaved, min and median of 60, ratios new/old,
+        one and two threads): 128 -> 64 on 4096 samples 0.85-0.91 and 0.89-0.91, on 2048 0.93-0.96
+        and 1.02-1.03; 64 -> 32 on 32768 0.94-0.97 and 0.93, on 16384 0.95-0.99 and 0.98-0.99, on
+        4096 1.02-1.05 and 0.95-1.09; 256 -> 128 on 64-512 samples 1.18-1.92 (the per-call reorder of
+        its 2 MB weight). Hence :data:`UPSAMPLING_POLYPHASE_MIN_SAMPLES`. In the whole decoder the
+        difference is within the run-to-run noise (0.89-1.02 on 256-512 frames).
+
+        The weight is cached in its plain (s C_out, C_in, 1, J) layout, not reordered for oneDNN
+        ahead: oneDNN picks the regular convolution's blocked weight layout by input length and
+        thread count (16- or 24-channel blocks), and a weight packed for another length is
+        converted at every call by a generic reorder, measured at 12-90 ms for these weights
+        against 0.02-0.9 ms for the reorder from the plain layout.
+
+        Args:
+            x: float32 channels-last (1, C_in, 1, T), :func:`onednn_usable` and :meth:`polyphase_ready`.
+            scale: folded into the cached weight, as in :meth:`onednn`.
+
+        Returns:
+            float32 channels-last (1, C_out, 1, (T - 1) s - 2 P + k), a view into a slightly longer buffer.
+        """
+        stride, padding, kernel_size = self.stride[0], int(self.padding[0]), self.kernel_size[0]
+        taps = -(-kernel_size // stride)
+        conv_padding, unit = [0, taps - 1], [1, 1]
+        if "_polyphase_weight" not in self.__dict__:
+            self._polyphase_weight = _PackedWeight()
+        weight = self._polyphase_weight.get(
+            self.weight, scale, lambda w: _transposed_polyphase_weight(w, stride).contiguous()
+        )
+        bias = None if self.bias is None else self.bias.detach().repeat(stride)
+        out: Tensor = torch.ops.mkldnn._convolution_pointwise(
+            x, weight, bias, conv_padding, unit, unit, 1, "none", [], ""
+        )
+        rows, length = out.shape[3], (x.shape[3] - 1) * stride - 2 * padding + kernel_size
+        signal = out.permute(0, 2, 3, 1).reshape(1, 1, rows * stride, self.out_channels)
+        return signal.narrow(2, padding, length).permute(0, 3, 1, 2)
 
 
 class ResBlock(nn.Module):
@@ -542,7 +679,9 @@ class Generator(nn.Module):
 
 __all__ = [
     "LRELU_SLOPE",
+    "PACKED_VARIANTS_KEPT",
     "POLYPHASE_BLOCK",
+    "UPSAMPLING_POLYPHASE_MIN_SAMPLES",
     "Generator",
     "ResBlock",
     "TimeConv1d",
