@@ -20,7 +20,6 @@ from voicehub.architectures.vits import PiperVoice, load_piper_voice
 from voicehub.architectures.vits.decoder import (
     PACKED_VARIANTS_KEPT,
     POLYPHASE_BLOCK,
-    UPSAMPLING_POLYPHASE_MIN_SAMPLES,
     TimeConv1d,
     TimeConvTranspose1d,
 )
@@ -120,83 +119,19 @@ def _transposed_reference(layer: TimeConvTranspose1d, x: torch.Tensor, scale: fl
 
 
 @pytest.mark.parametrize(
-    ("channels_in", "kernel_size", "stride", "length"),
-    [(256, 16, 8, 64), (128, 16, 8, 256), (64, 8, 4, 2048), (12, 5, 2, 37)],
-    ids=["256-k16-s8", "128-k16-s8", "64-k8-s4", "12-k5-s2"],
-)
-def test_polyphase_upsampling_equals_the_transposed_convolution(
-    channels_in: int, kernel_size: int, stride: int, length: int
-) -> None:
-    """The decoder's three upsampling shapes (and a kernel that is no multiple of the stride, its
-    taps partly zero) on random weights: one regular convolution over phases equals
-    ``F.conv_transpose1d``, with the folded scale, the bias per phase and a repack after an in-place
-    weight change; the result is a dense channels-last (1, C_out, 1, stride * T) signal."""
-    torch.manual_seed(channels_in)
-    padding = (kernel_size - stride) // 2
-    layer = TimeConvTranspose1d(channels_in, channels_in // 2, kernel_size, stride, padding=padding)
-    with torch.no_grad():
-        layer.weight.normal_(0.0, 0.1)
-        layer.bias.normal_(0.0, 1.0)
-    x = _channels_last(1, channels_in, length, seed=kernel_size)
-    assert layer.polyphase_ready(x)
-    for scale in (1.0, 1 / 3, 1 / 3):  # the last call reuses the packed weight
-        with torch.inference_mode():
-            fast = layer.onednn_polyphase(x, scale=scale)
-            reference = _transposed_reference(layer, x, scale)
-        assert (
-            fast.shape == reference.shape == (1, channels_in // 2, 1, (length - 1) * stride - 2 * padding + kernel_size)
-        )
-        assert fast.is_contiguous(memory_format=torch.channels_last)
-        assert float((fast - reference).abs().max()) < TOLERANCE and float(reference.abs().max()) > 0.5
-    with torch.no_grad():
-        layer.weight.mul_(-2)
-    with torch.inference_mode():
-        fast, reference = layer.onednn_polyphase(x, scale=1 / 3), _transposed_reference(layer, x, 1 / 3)
-    assert float((fast - reference).abs().max()) < 2 * TOLERANCE
-
-
-def test_polyphase_upsampling_on_the_voice_equals_the_plain_layer(voice: PiperVoice) -> None:
-    """The voice's upsampling layers (real weights) through the polyphase path equal their plain forward."""
-    ups = [cast(TimeConvTranspose1d, up) for up in voice.model.dec.ups]
-    length = 32
-    for up in ups:
-        x = _channels_last(1, up.in_channels, length, seed=length)
-        assert up.polyphase_ready(x)
-        with torch.inference_mode():
-            fast = up.onednn_polyphase(x, scale=1 / 3)
-            plain = up(x / 3)
-        assert float((fast - plain).abs().max()) < TOLERANCE and float(plain.abs().max()) > 0.1
-        length *= up.stride[0]
-    # The one-pass oneDNN decoder of one item takes it where a layer's input is long enough: 64 frames
-    # are 512, 4096 and 32768 samples into the three layers.
-    assert [up.in_channels for up in ups] == [256, 128, 64] and UPSAMPLING_POLYPHASE_MIN_SAMPLES == 4096
-    decoder = voice.model.dec
-    z = torch.randn(1, 192, 64, generator=torch.Generator().manual_seed(4))
-    for up in ups:
-        up.__dict__.pop("_polyphase_weight", None)
-    with torch.inference_mode():
-        fast = decoder(z, None)
-    with torch.enable_grad():
-        plain = decoder(z, None).detach()
-    assert ["_polyphase_weight" in up.__dict__ for up in ups] == [False, False, True]
-    assert fast.shape == (1, 64 * 256) and float((fast - plain).abs().max()) < TOLERANCE
-
-
-@pytest.mark.parametrize(
     ("layer", "batch"),
     [
-        (TimeConvTranspose1d(16, 8, 16, 8, padding=4), 2),  # two items: the phase view is not dense
+        (TimeConvTranspose1d(16, 8, 16, 8, padding=4), 2),
         (TimeConvTranspose1d(16, 8, 16, 8, padding=4, output_padding=1), 1),
         (TimeConvTranspose1d(16, 8, 16, 8, padding=4, groups=2), 1),
         (TimeConvTranspose1d(16, 8, 5, 2, padding=1, dilation=2), 1),
     ],
     ids=["batch-2", "output-padding", "groups", "dilation"],
 )
-def test_polyphase_upsampling_is_refused_where_it_does_not_apply(layer: TimeConvTranspose1d, batch: int) -> None:
-    """These fall back to oneDNN's transposed convolution, which (like the plain forward) still equals
-    ``F.conv_transpose1d``, output padding and dilation included."""
+def test_transposed_upsampling_equals_conv_transpose1d(layer: TimeConvTranspose1d, batch: int) -> None:
+    """oneDNN's transposed convolution and the plain forward equal ``F.conv_transpose1d``, output
+    padding and dilation included (both were once dropped)."""
     x = _channels_last(batch, 16, 40, seed=5)
-    assert not layer.polyphase_ready(x)
     with torch.inference_mode():
         fast, plain = layer.onednn(x, scale=0.5), layer(x * 0.5)
         reference = _transposed_reference(layer, x, 0.5)
@@ -215,7 +150,7 @@ def test_transposed_upsampling_keeps_a_pack_per_input_shape(voice: PiperVoice) -
     for length in lengths:
         x = _channels_last(1, layer.in_channels, length, seed=length)
         with torch.inference_mode():
-            fast, reference = layer.onednn_transposed(x, scale=0.5), _transposed_reference(layer, x, 0.5)
+            fast, reference = layer.onednn(x, scale=0.5), _transposed_reference(layer, x, 0.5)
         assert float((fast - reference).abs().max()) < TOLERANCE and float(reference.abs().max()) > 0.1
     packs = layer.__dict__["_packed_weight"].packs
     threads = torch.get_num_threads()
@@ -224,7 +159,7 @@ def test_transposed_upsampling_keeps_a_pack_per_input_shape(voice: PiperVoice) -
         layer.weight.mul_(-1)
     x = _channels_last(1, layer.in_channels, 300, seed=300)
     with torch.inference_mode():
-        fast, reference = layer.onednn_transposed(x, scale=0.5), _transposed_reference(layer, x, 0.5)
+        fast, reference = layer.onednn(x, scale=0.5), _transposed_reference(layer, x, 0.5)
     assert float((fast - reference).abs().max()) < TOLERANCE
     assert list(layer.__dict__["_packed_weight"].packs) == [(1, 256, 1, 300, threads)]  # the others dropped
 

@@ -37,12 +37,8 @@ POLYPHASE_BLOCK = 8
 """Samples per step of :meth:`TimeConv1d.onednn_polyphase` (measured fastest of 4, 8 and 16)."""
 
 PACKED_VARIANTS_KEPT = 4
-"""Packs of one weight kept for different input shapes (:meth:`TimeConvTranspose1d.onednn_transposed`):
+"""Packs of one weight kept for different input shapes (:meth:`TimeConvTranspose1d.onednn`):
 two tiles of a stage, and a few sentence lengths, without holding one pack per length ever seen."""
-
-UPSAMPLING_POLYPHASE_MIN_SAMPLES = 4096
-"""Input samples from which :meth:`TimeConvTranspose1d.onednn` takes the polyphase convolution; on
-shorter inputs oneDNN's reorder of the plain weight at each call outweighs its gain (measured)."""
 
 TILED_MIN_FRAMES = 64
 """Latent frames from which one item is decoded in time tiles on several threads
@@ -145,17 +141,6 @@ def _polyphase_weight(weight: Tensor, padding: int, block: int) -> Tensor:
                 if 0 <= tap < kernel_size:
                     out[i, j, :, m] = taps[:, tap]
     return out.reshape(block, block * channels, 1, 3)
-
-
-def _transposed_polyphase_weight(weight: Tensor, stride: int) -> Tensor:
-    """The (stride * C_out, C_in, 1, J) weight of :meth:`TimeConvTranspose1d.onednn_polyphase` from a
-    (C_in, C_out, 1, k) transposed one, J = ceil(k / stride): output channel ``q * C_out + c``, tap
-    ``J - 1 - j`` holds transposed tap ``stride * j + q`` (zero where that is k or more)."""
-    channels_in, channels_out, _, kernel_size = weight.shape
-    taps = -(-kernel_size // stride)
-    padded = F.pad(weight[:, :, 0], (0, stride * taps - kernel_size))  # (C_in, C_out, J * stride)
-    phases = padded.reshape(channels_in, channels_out, taps, stride).flip(2)  # [..., J - 1 - j, q]
-    return phases.permute(3, 1, 0, 2).reshape(stride * channels_out, channels_in, 1, taps)
 
 
 class TimeConv1d(nn.Conv1d):
@@ -290,15 +275,14 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
         )
 
     def onednn(self, x: Tensor, *, scale: float = 1.0) -> Tensor:
-        """:meth:`forward` of ``x * scale``: :meth:`onednn_polyphase` where :meth:`polyphase_ready` and ``x``
-        has :data:`UPSAMPLING_POLYPHASE_MIN_SAMPLES` samples or more, else :meth:`onednn_transposed`."""
-        if x.shape[3] >= UPSAMPLING_POLYPHASE_MIN_SAMPLES and self.polyphase_ready(x):
-            return self.onednn_polyphase(x, scale=scale)
-        return self.onednn_transposed(x, scale=scale)
+        """:meth:`forward` of ``x * scale`` through oneDNN's transposed convolution (any batch, groups and
+        padding), the weight packed once per input shape and thread count.
 
-    def onednn_transposed(self, x: Tensor, *, scale: float = 1.0) -> Tensor:
-        """:meth:`onednn` through oneDNN's transposed convolution (any batch, groups and padding), the
-        weight packed once per input shape and thread count.
+        oneDNN 3.13's transposed convolution runs HiFi-GAN's upsampling at 60-75 GFLOP/s on one AVX2
+        core, as fast as its regular convolution: the same layer as one regular 2-tap convolution to
+        ``stride`` x C_out channels (whose channels-last output is the upsampled signal) measured
+        0.85-0.97x on inputs of 4096 samples and more, 1.0-1.9x on shorter ones, and within the noise
+        for the whole decoder, so it was not kept.
 
         oneDNN picks the weight's blocked layout by input shape and threads, and converts a weight
         packed for another layout at every call by a generic reorder. The joe-medium voice's
@@ -330,77 +314,6 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
             x, weight, self.bias, padding, output_padding, stride, dilation, self.groups, "none", [], ""
         )
         return out
-
-    def polyphase_ready(self, x: Tensor) -> bool:
-        """Whether :meth:`onednn_polyphase` can compute this layer on ``x`` (batch, C_in, 1, T): one item
-        (its result is a view that is dense for one item only), no groups, dilation or output padding,
-        zero padding, and a non-empty output. Any stride and kernel size."""
-        padding, stride, kernel_size = self.padding[0], self.stride[0], self.kernel_size[0]
-        return (
-            x.shape[0] == 1
-            and self.groups == 1
-            and self.dilation[0] == 1
-            and self.output_padding[0] == 0
-            and self.padding_mode == "zeros"
-            and isinstance(padding, int)
-            and (x.shape[3] - 1) * stride - 2 * padding + kernel_size > 0
-        )
-
-    def onednn_polyphase(self, x: Tensor, *, scale: float = 1.0) -> Tensor:
-        """:meth:`onednn` as one regular convolution with ``stride`` times the output channels.
-
-        With stride s, kernel k and padding P, output sample t of the transposed convolution is
-        ``b[c] + sum over (i, k) with t = s i + k - P of w[:, c, k] . x[:, i]``. Writing t + P = s g + q
-        (0 <= q < s) gives k = s (g - i) + q: sample t reads inputs i = g - j through taps
-        ``s j + q`` (j = 0 .. J - 1, J = ceil(k / s)). So output row g, phase q is a regular
-        J-tap convolution of x (zero padding J - 1 on both sides, rows g = 0 .. T + J - 2) with a
-        weight per phase, and all s phases are one convolution C_in -> s * C_out whose channel
-        ``q * C_out + c`` is phase q of channel c (:func:`_transposed_polyphase_weight`). Its
-        channels-last output is laid out [g][q][c] in memory, which is sample s g + q = t + P of a
-        channels-last (1, C_out, 1, s (T + J - 1)) signal: the result is that signal from sample P
-        on, a view (no copy, no interleaving). The same multiply-adds as the transposed convolution
-        (no zero taps when s divides k; HiFi-GAN's k = 2 s gives J = 2 and one extra row). A
-        3-tap form with an exact-length output (padding 1, a third of the taps zero) measured
-        1.2-1.4x slower than oneDNN's transposed convolution.
-
-        Why and what it gains: oneDNN 3.13's transposed convolution (``brg_deconv``) already runs
-        HiFi-GAN's upsampling at 60-75 GFLOP/s on one AVX2 core, as its regular one does; the regular
-        form wins only on long inputs. Measured on the joe-medium voice's layers with
-        ``benchmarks/vits_upsampling_speed.py`` (interleaved, min and median of 60, ratios new/old,
-        one and two threads): 128 -> 64 on 4096 samples 0.85-0.91 and 0.89-0.91, on 2048 0.93-0.96
-        and 1.02-1.03; 64 -> 32 on 32768 0.94-0.97 and 0.93, on 16384 0.95-0.99 and 0.98-0.99, on
-        4096 1.02-1.05 and 0.95-1.09; 256 -> 128 on 64-512 samples 1.18-1.92 (the per-call reorder of
-        its 2 MB weight). Hence :data:`UPSAMPLING_POLYPHASE_MIN_SAMPLES`. In the whole decoder the
-        difference is within the run-to-run noise (0.89-1.02 on 256-512 frames).
-
-        The weight is cached in its plain (s C_out, C_in, 1, J) layout, not reordered for oneDNN
-        ahead: oneDNN picks the regular convolution's blocked weight layout by input length and
-        thread count (16- or 24-channel blocks), and a weight packed for another length is
-        converted at every call by a generic reorder, measured at 12-90 ms for these weights
-        against 0.02-0.9 ms for the reorder from the plain layout.
-
-        Args:
-            x: float32 channels-last (1, C_in, 1, T), :func:`onednn_usable` and :meth:`polyphase_ready`.
-            scale: folded into the cached weight, as in :meth:`onednn`.
-
-        Returns:
-            float32 channels-last (1, C_out, 1, (T - 1) s - 2 P + k), a view into a slightly longer buffer.
-        """
-        stride, padding, kernel_size = self.stride[0], int(self.padding[0]), self.kernel_size[0]
-        taps = -(-kernel_size // stride)
-        conv_padding, unit = [0, taps - 1], [1, 1]
-        if "_polyphase_weight" not in self.__dict__:
-            self._polyphase_weight = _PackedWeight()
-        weight = self._polyphase_weight.get(
-            self.weight, scale, lambda w: _transposed_polyphase_weight(w, stride).contiguous()
-        )
-        bias = None if self.bias is None else self.bias.detach().repeat(stride)
-        out: Tensor = torch.ops.mkldnn._convolution_pointwise(
-            x, weight, bias, conv_padding, unit, unit, 1, "none", [], ""
-        )
-        rows, length = out.shape[3], (x.shape[3] - 1) * stride - 2 * padding + kernel_size
-        signal = out.permute(0, 2, 3, 1).reshape(1, 1, rows * stride, self.out_channels)
-        return signal.narrow(2, padding, length).permute(0, 3, 1, 2)
 
 
 class ResBlock(nn.Module):
@@ -681,7 +594,6 @@ __all__ = [
     "LRELU_SLOPE",
     "PACKED_VARIANTS_KEPT",
     "POLYPHASE_BLOCK",
-    "UPSAMPLING_POLYPHASE_MIN_SAMPLES",
     "Generator",
     "ResBlock",
     "TimeConv1d",
