@@ -23,8 +23,8 @@ from voicehub.architectures.vits.decoder import (
     TimeConv1d,
     TimeConvTranspose1d,
 )
+from voicehub.architectures.vits.duration import DDSConv
 from voicehub.architectures.vits.layers import PointwiseConv1d, depthwise_conv1d, depthwise_ready
-from voicehub.architectures.vits.model import DDSConv
 
 VOICE = Path(
     str(
