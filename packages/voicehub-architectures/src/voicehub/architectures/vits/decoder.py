@@ -288,9 +288,8 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
         packed for another layout at every call by a generic reorder. The joe-medium voice's
         256 -> 128, k = 16 layer on one thread, packed on 20 frames, took it on 5, 6, 9, 11, 12, ...
         and every length from 51 frames on (packed on 256 frames: on 1-4, 7, 8, 10, ... 50): 46 ms
-        a call, against 3.6 ms for the layer on 256 frames. Measured with
-        ``benchmarks/vits_upsampling_speed.py``, a decoder call after one on 20 frames, one thread,
-        min of 15: 101.8 -> 65.1 ms on 64 frames, 233.8 -> 190.9 on 256; on two threads, where
+        a call, against 3.6 ms for the layer on 256 frames. Measured, a decoder call after one on 20
+        frames, one thread, min of 15: 101.8 -> 65.1 ms on 64 frames, 233.8 -> 190.9 on 256; on two threads, where
         these lengths share a layout, 36.2 -> 37.7 and 128.8 -> 137.0 (the new shape's pack, within
         noise). A new shape costs the reorder from the plain layout (0.03-0.33 ms per layer). The
         model's own decoder lengths (multiples of 32 frames, 32-1024 scanned) and the tiles of
