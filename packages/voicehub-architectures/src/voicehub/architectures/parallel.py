@@ -94,10 +94,10 @@ def map_single_threaded(function: Callable[[T], R], items: Sequence[T], num_thre
 def call_single_threaded(function: Callable[[], R]) -> R:
     """``function()`` on one worker thread of the pool (one intra-op thread), the caller waiting.
 
-    For serial work of small operators (a sentence's text encoder: ~100 products of a few hundred
-    rows), which a second intra-op thread does not speed up: each operator would wake it and wait
-    for it. With one intra-op thread in the caller, or one CPU, ``function`` runs on the caller's
-    thread. Runs in the caller's autograd mode.
+    For serial work of small operators (a sentence's text side: over a thousand operators, its
+    matrix products of tens to a few hundred rows), which a second intra-op thread does not speed
+    up: each operator would wake it and wait for it. With one intra-op thread in the caller, or one
+    CPU, ``function`` runs on the caller's thread. Runs in the caller's autograd mode.
 
     Raises:
         Exception: what ``function`` raised.

@@ -188,7 +188,7 @@ class ResidualCouplingBlock(nn.Module):
         One item without autograd runs time-major (see the module docstring).
         """
         layers = self._layers()
-        if z.shape[0] == 1 and not torch.is_grad_enabled() and all(layer.time_major_ready() for layer in layers):
+        if z.shape[0] == 1 and not torch.is_grad_enabled() and self.time_major_ready():
             frames, mask = z[0].t(), y_mask[0].t()  # (T, C), (T, 1)
             for layer in layers:
                 cond = layer.enc.cond_layer(g)[:, :, 0] if g is not None else None
