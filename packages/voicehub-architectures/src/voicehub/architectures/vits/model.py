@@ -440,11 +440,11 @@ class VITSGenerator(nn.Module):
         text_side = functools.partial(
             self._prior, ids, lengths, speaker_ids, noise, generator, (noise_scale, length_scale, noise_w)
         )
-        # One item's text side is hundreds of small operators in a row: one intra-op thread runs it as fast
-        # as two and leaves the other core free (see call_single_threaded).
+        # One item's text side is over a thousand small operators in a row: one intra-op thread runs it
+        # as fast as two and leaves the other core free (see call_single_threaded).
         prior = call_single_threaded(text_side) if batch == 1 and threads > 1 else text_side()
         z_p, y_mask, durations, num_frames, g = prior.z_p, prior.y_mask, prior.durations, prior.num_frames, prior.g
-        max_frames = int(num_frames.max())
+        max_frames = y_mask.shape[2]
         padded_frames = _bucket(max_frames)  # for the decoder only: the flow costs nothing extra at a new length
         hop = self.config.hop_length
         num_samples = num_frames * hop
@@ -465,7 +465,7 @@ class VITSGenerator(nn.Module):
             return self._output(audio, num_samples, durations[:, :num_ids], lengths, num_frames)
 
         if batch == 1 and threads > 1 and max_frames >= SPLIT_FLOW_MIN_FRAMES and self.flow.time_major_ready():
-            z = _pad_to(self.flow.inverse_in_pieces(z_p, y_mask, g, threads) * y_mask, padded_frames)
+            z = _pad_to(self.flow.inverse_in_pieces(z_p, y_mask, g, threads), padded_frames)  # one item: no padding
         else:
             z = _pad_to(self.flow.inverse(z_p, y_mask, g) * y_mask, padded_frames)
         if frames_per_item:
