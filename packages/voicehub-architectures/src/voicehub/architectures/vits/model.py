@@ -294,6 +294,18 @@ def pad_phoneme_ids(sequences: Sequence[Sequence[int]], *, pad_id: int = 0) -> t
     return ids, torch.tensor(lengths, dtype=torch.long)
 
 
+def _one_per_item(generators: Sequence[torch.Generator], batch: int) -> list[torch.Generator]:
+    """``generators`` as a list, checked to hold one generator per item.
+
+    Raises:
+        InferenceOptionError: for a count other than ``batch``.
+    """
+    listed = list(generators)
+    if len(listed) != batch:
+        raise InferenceOptionError(f"vits: expected one torch.Generator per item ({batch}), got {len(listed)}")
+    return listed
+
+
 def _draw(
     generator: torch.Generator | Sequence[torch.Generator] | None,
     batch: int,
@@ -306,10 +318,8 @@ def _draw(
     if generator is None or isinstance(generator, torch.Generator):
         gen_device = generator.device if generator is not None else device
         return torch.randn(batch, channels, size, generator=generator, device=gen_device).to(device)
-    if len(generator) != batch:
-        raise InferenceOptionError(f"vits: expected one torch.Generator per item ({batch}), got {len(generator)}")
     out = torch.zeros(batch, channels, size, device=device)
-    for row, (gen, length) in enumerate(zip(generator, lengths.tolist(), strict=True)):
+    for row, (gen, length) in enumerate(zip(_one_per_item(generator, batch), lengths.tolist(), strict=True)):
         out[row, :, :length] = torch.randn(1, channels, length, generator=gen, device=gen.device).to(device)[0]
     return out
 
@@ -555,13 +565,11 @@ class VITSGenerator(nn.Module):
         intra-op thread (see :func:`~voicehub.architectures.parallel.map_single_threaded`), longest
         first, and the results are padded into one output. The same numbers as one item at a time."""
         batch = ids.shape[0]
-        generators: list[torch.Generator] | None = None
-        if generator is not None and not isinstance(generator, torch.Generator):
-            generators = list(generator)
-            if len(generators) != batch:
-                raise InferenceOptionError(
-                    f"vits: expected one torch.Generator per item ({batch}), got {len(generators)}"
-                )
+        generators = (
+            _one_per_item(generator, batch)
+            if generator is not None and not isinstance(generator, torch.Generator)
+            else None
+        )
         counts = lengths.tolist()
 
         def item(row: int) -> VITSOutput:
