@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from voicehub.architectures.parallel import call_single_threaded, map_single_threaded
+from voicehub.architectures.parallel import call_single_threaded, idle_threads_sleep, map_single_threaded
 
 
 def test_results_keep_the_order_of_the_items_and_use_several_threads() -> None:
@@ -160,3 +160,24 @@ def test_call_single_threaded_runs_on_a_one_thread_worker_and_returns_or_raises(
         assert (name, threads, inference) == (caller, 1, False)
     finally:
         torch.set_num_threads(previous)
+
+
+@pytest.mark.parametrize(
+    ("environment", "sleep"),
+    [
+        ({"OMP_WAIT_POLICY": "PASSIVE"}, True),
+        ({"OMP_WAIT_POLICY": " passive "}, True),
+        ({"GOMP_SPINCOUNT": "0"}, True),
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, False),
+        ({"GOMP_SPINCOUNT": "10000"}, False),
+        ({}, False),
+    ],
+)
+def test_idle_threads_sleep_reads_the_openmp_wait_policy(
+    environment: dict[str, str], sleep: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    assert idle_threads_sleep() is sleep

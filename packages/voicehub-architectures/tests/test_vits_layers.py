@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import importlib.metadata
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -24,7 +25,8 @@ from voicehub.architectures.vits.decoder import (
     TimeConvTranspose1d,
 )
 from voicehub.architectures.vits.duration import DDSConv
-from voicehub.architectures.vits.layers import PointwiseConv1d, depthwise_conv1d, depthwise_ready
+from voicehub.architectures.vits.flow import WaveNet
+from voicehub.architectures.vits.layers import DerivedWeights, PointwiseConv1d, depthwise_conv1d, depthwise_ready
 
 VOICE = Path(
     str(
@@ -207,3 +209,43 @@ def test_pointwise_conv1d_of_one_item_equals_conv1d(voice: PiperVoice) -> None:
     assert one.shape == (1, 192, 109)
     assert float((one - reference[:1]).abs().max()) < TOLERANCE
     assert float((both - reference).abs().max()) < TOLERANCE and float(reference.abs().max()) > 1.0
+
+
+@pytest.mark.parametrize("dilation_rate", [1, 2])
+@pytest.mark.parametrize("speaker_channels", [0, 16])
+def test_wavenet_time_major_equals_forward(voice: PiperVoice, dilation_rate: int, speaker_channels: int) -> None:
+    """The flow's WaveNet on the voice's weights (its first coupling's): time-major (one product per
+    layer over stacked taps, the gate as one sigmoid with the tanh half's weights doubled) equals the
+    channel-major forward, also with dilated layers and with a speaker condition (its tanh half
+    doubled too). The voice itself has dilation 1 and one speaker: the other cases add a random
+    condition layer and reuse the same weights at dilation 2."""
+    real = voice.model.flow.flows["0"].enc
+    wavenet = WaveNet(192, 5, dilation_rate, 4, speaker_channels).eval()
+    wavenet.load_state_dict(real.state_dict(), strict=False)  # a condition layer keeps its random weights
+    generator = torch.Generator().manual_seed(dilation_rate + speaker_channels)
+    x = torch.randn(1, 192, 70, generator=generator)
+    mask = (torch.arange(70) < 61).float()[None, None]
+    g = torch.randn(1, speaker_channels, 1, generator=generator) if speaker_channels else None
+    with torch.no_grad():
+        plain = wavenet(x * mask, mask, g)
+        cond = wavenet.cond_layer(g)[:, :, 0] if g is not None else None
+        fast = wavenet.time_major((x * mask)[0].t(), mask[0].t(), cond).t().unsqueeze(0)
+    assert float((fast - plain).abs().max()) < 1e-4 and float(plain.abs().max()) > 1.0
+
+
+def test_derived_weights_follow_the_parameters_and_are_not_copied(voice: PiperVoice) -> None:
+    """The time-major flow's rearranged weights are rebuilt after an in-place change of a weight, and
+    a deep or pickled copy of the module starts without them."""
+    wavenet = copy.deepcopy(voice.model.flow.flows["0"].enc)
+    x, mask = torch.randn(50, 192, generator=torch.Generator().manual_seed(1)), torch.ones(50, 1)
+    with torch.no_grad():
+        before = wavenet.time_major(x, mask, None)
+        holder = wavenet.__dict__["_time_major_weights"]
+        assert isinstance(holder, DerivedWeights) and holder.value is not None
+        wavenet.in_layers[2].weight.mul_(0.5)
+        after = wavenet.time_major(x, mask, None)
+        plain = wavenet(x.t().unsqueeze(0), mask.t().unsqueeze(0), None)[0].t()
+    assert float((after - before).abs().max()) > 1e-3
+    assert float((after - plain).abs().max()) < 1e-4
+    for copied in (copy.deepcopy(wavenet), pickle.loads(pickle.dumps(wavenet))):
+        assert copied.__dict__["_time_major_weights"].value is None

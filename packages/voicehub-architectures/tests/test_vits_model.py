@@ -12,7 +12,7 @@ import copy
 import importlib.metadata
 import pickle
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -28,6 +28,7 @@ from voicehub.architectures.vits import (
     pad_phoneme_ids,
 )
 from voicehub.architectures.vits.layers import sequence_mask
+from voicehub.architectures.vits.model import SPLIT_FLOW_MIN_FRAMES
 from voicehub.core.errors import ConfigError, InferenceOptionError, UnknownConfigKeyError
 
 VOICE = Path(
@@ -284,12 +285,17 @@ def test_one_item_flow_in_time_pieces_on_two_threads_equals_the_whole(voice: Pip
     ("frames", "valid", "first_stage_tiles"), [(96, 96, [(0, 48), (48, 96)]), (128, 101, [(0, 56), (56, 112)])]
 )
 def test_one_item_decoder_in_time_tiles_on_two_threads_equals_one_pass(
-    voice: PiperVoice, frames: int, valid: int, first_stage_tiles: list[tuple[int, int]]
+    voice: PiperVoice,
+    frames: int,
+    valid: int,
+    first_stage_tiles: list[tuple[int, int]],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """With two intra-op threads one item's decoder runs each stage as two time tiles (each with the
     stage's context on both sides), one per thread; the signal equals the one-pass decoder's, also
     for a bucketed length with padding after ``valid`` frames, of which the tiles cover only the
     signal rounded up to 8 frames per tile (101 frames: 2 x 56, not 2 x 64)."""
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # tiles only when idle threads sleep (see the next test)
     decoder = voice.model.dec
     z = torch.randn(1, 192, frames, generator=torch.Generator().manual_seed(9))
     lengths = torch.tensor([valid]) if valid != frames else None
@@ -320,6 +326,45 @@ def test_one_item_decoder_in_time_tiles_on_two_threads_equals_one_pass(
     signal = valid * 256
     assert float((tiled[:, :signal] - one_pass[:, :signal]).abs().max()) < 1e-6  # measured 5e-8
     assert float(one_pass[:, :signal].abs().max()) > 1e-2
+
+
+@pytest.mark.parametrize(("policy", "on_workers"), [("PASSIVE", True), ("ACTIVE", False), (None, False)])
+def test_one_item_uses_the_pool_only_when_idle_threads_sleep(
+    voice: PiperVoice, policy: str | None, on_workers: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One sentence on two threads: its text side, flow pieces and decoder tiles run on the pool's
+    workers when idle OpenMP threads sleep; while they spin (libgomp's default, or ACTIVE) every part
+    stays on the caller's intra-op threads. The audio is the same either way."""
+    if policy is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+        monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", policy)
+    model = voice.model
+    seen: dict[str, set[str]] = {"encoder": set(), "flow": set(), "decoder": set()}
+    spied = [(model.enc_p, "forward", "encoder"), (model.flow.flows["0"], "inverse_time_major", "flow")]
+    spied.append((model.dec, "_decode_tile" if on_workers else "_forward_onednn", "decoder"))
+
+    def spy(original: Callable[..., object], part: str) -> Callable[..., object]:
+        def run(*args: object, **kwargs: object) -> object:
+            seen[part].add(threading.current_thread().name)
+            return original(*args, **kwargs)
+
+        return run
+
+    for module, name, part in spied:
+        setattr(module, name, spy(getattr(module, name), part))
+    try:
+        with _two_threads():
+            audio, durations = _alone(model, SENTENCES[0], noise_scale=0.0, noise_w=0.0)
+    finally:
+        for module, name, _ in spied:
+            delattr(module, name)
+    assert int(durations.sum()) >= SPLIT_FLOW_MIN_FRAMES  # long enough for flow pieces and decoder tiles
+    on_pool = {part: all(name.startswith("voicehub-item") for name in names) for part, names in seen.items()}
+    assert all(seen.values()) and on_pool == dict.fromkeys(seen, on_workers), seen
+    alone, _ = _alone(model, SENTENCES[0], noise_scale=0.0, noise_w=0.0)  # one thread, one pass
+    assert float((audio - alone).abs().max()) < 1e-4
 
 
 FAST_PATH_TOLERANCE = {"decoder": 1e-5, "flow": 1e-4, "feed-forward": 2e-4, "duration predictor": 1e-4}
@@ -359,7 +404,8 @@ def test_inference_fast_paths_equal_the_paths_training_runs(voice: PiperVoice) -
         assert float(plain.abs().max()) > 1e-2, name  # a real signal, not zeros on both sides
     assert "_onednn_workspace" in model.dec.__dict__  # the oneDNN path ran
     assert "_packed_polyphase" in model.dec.conv_post.__dict__  # with conv_post over blocks of samples
-    assert "_time_major_taps" in model.flow.flows["0"].enc.in_layers[0].__dict__  # so did the time-major one
+    assert "_time_major_weights" in model.flow.flows["0"].enc.__dict__  # so did the time-major flow
+    assert "_time_major_taps" in model.enc_p.encoder.ffn_layers[0].conv_1.__dict__  # and feed-forward
 
 
 def test_concurrent_calls_on_one_model_keep_their_own_audio(voice: PiperVoice) -> None:

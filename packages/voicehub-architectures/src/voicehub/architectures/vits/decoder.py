@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from voicehub.architectures.parallel import map_single_threaded
+from voicehub.architectures.parallel import idle_threads_sleep, map_single_threaded
 from voicehub.architectures.vits.config import VITSConfig
 from voicehub.architectures.vits.layers import PointwiseConv1d, sequence_mask
 
@@ -406,10 +406,15 @@ class Generator(nn.Module):
             self.cond = PointwiseConv1d(config.speaker_channels, config.upsample_initial_channel, 1)
 
     def forward(self, z: Tensor, g: Tensor | None, frame_lengths: Tensor | None = None) -> Tensor:
-        """Decode latent frames; ``frame_lengths`` (batch,) masks the padding of a ragged batch."""
+        """Decode latent frames; ``frame_lengths`` (batch,) masks the padding of a ragged batch.
+
+        One item of at least :data:`TILED_MIN_FRAMES` frames with two or more intra-op threads, when
+        idle OpenMP threads sleep (:func:`~voicehub.architectures.parallel.idle_threads_sleep`), is
+        decoded in time tiles on the pool (:meth:`_forward_tiled`); otherwise in one pass.
+        """
         if onednn_usable(z) and self._onednn_modules():
             threads = torch.get_num_threads()
-            if z.shape[0] == 1 and threads > 1 and z.shape[2] >= TILED_MIN_FRAMES:
+            if z.shape[0] == 1 and threads > 1 and z.shape[2] >= TILED_MIN_FRAMES and idle_threads_sleep():
                 return self._forward_tiled(z, g, frame_lengths, threads)
             return self._forward_onednn(z, g, frame_lengths)
         mask = None

@@ -3,9 +3,15 @@ and time-major convolution of one item."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar, cast
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+T = TypeVar("T")
 
 
 def sequence_mask(lengths: Tensor, max_length: int) -> Tensor:
@@ -47,16 +53,51 @@ class PointwiseConv1d(nn.Conv1d):
         return out if self.bias is None else out.add_(self.bias[:, None])  # a fresh product: add in place
 
 
+class DerivedWeights:
+    """Tensors derived from a module's parameters (rearranged or rescaled copies), kept between
+    calls and rebuilt when a source parameter changes (another tensor, an in-place update, another
+    device). Never saved, copied or pickled: a copy of the module starts empty and builds again on
+    first use. Holds one value; the builder runs outside the lock, so two threads may both build."""
+
+    __slots__ = ("key", "lock", "value")
+
+    def __init__(self) -> None:
+        self.key: tuple[tuple[int, int, torch.device], ...] | None = None
+        self.value: object = None
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def of(module: nn.Module, name: str) -> DerivedWeights:
+        """The holder called ``name`` on ``module`` (created on first use; not a parameter or buffer)."""
+        holder = module.__dict__.get(name)
+        if not isinstance(holder, DerivedWeights):
+            holder = module.__dict__.setdefault(name, DerivedWeights())
+        return cast(DerivedWeights, holder)
+
+    def get(self, sources: Sequence[Tensor], build: Callable[[], T]) -> T:
+        """``build()``'s value for the current ``sources`` (built now if they changed since)."""
+        key = tuple((t.data_ptr(), t._version, t.device) for t in sources)
+        with self.lock:
+            if self.key == key:
+                return cast(T, self.value)
+        value = build()
+        with self.lock:
+            self.key, self.value = key, value
+        return value
+
+    def __deepcopy__(self, memo: dict[int, object]) -> DerivedWeights:
+        return DerivedWeights()
+
+    def __reduce__(self) -> tuple[type[DerivedWeights], tuple[()]]:
+        return (DerivedWeights, ())
+
+
 def _taps(conv: nn.Conv1d) -> list[Tensor]:
-    """The k taps of ``conv``'s weight as contiguous (C_in, C_out) matrices, kept on the module and
-    rebuilt when the weight changes (never saved: not a parameter or buffer)."""
-    key = (conv.weight.data_ptr(), conv.weight._version, conv.weight.device)
-    cached: tuple[tuple[int, int, torch.device], list[Tensor]] | None = conv.__dict__.get("_time_major_taps")
-    if cached is None or cached[0] != key:
-        weight = conv.weight.detach()
-        cached = (key, [weight[:, :, k].t().contiguous() for k in range(weight.shape[2])])
-        conv.__dict__["_time_major_taps"] = cached
-    return cached[1]
+    """The k taps of ``conv``'s weight as contiguous (C_in, C_out) matrices (see :class:`DerivedWeights`)."""
+    weight = conv.weight.detach()
+    return DerivedWeights.of(conv, "_time_major_taps").get(
+        [conv.weight], lambda: [weight[:, :, k].t().contiguous() for k in range(weight.shape[2])]
+    )
 
 
 def time_major_conv1d(conv: nn.Conv1d, x: Tensor, left: int, right: int) -> Tensor:
@@ -117,6 +158,26 @@ def depthwise_conv1d(conv: nn.Conv1d, x: Tensor) -> Tensor:
     return out
 
 
+def depthwise_time_major(conv: nn.Conv1d, x: Tensor) -> Tensor:
+    """:func:`depthwise_conv1d` of one item held time-major: ``x`` (T, C) -> (T_out, C).
+
+    Each tap scales a block of rows by its per-channel weight (contiguous (k, C) taps kept between
+    calls, see :class:`DerivedWeights`) and adds it into the output rows it reaches.
+    """
+    weight = conv.weight.detach()
+    taps = DerivedWeights.of(conv, "_time_major_taps").get([conv.weight], lambda: weight[:, 0, :].t().contiguous())
+    length, padding, dilation = x.shape[0], int(conv.padding[0]), conv.dilation[0]
+    out_length = length + 2 * padding - dilation * (conv.kernel_size[0] - 1)
+    shape = (out_length, x.shape[1])
+    out = x.new_zeros(shape) if conv.bias is None else conv.bias.expand(shape).contiguous()
+    for tap in range(conv.kernel_size[0]):
+        shift = tap * dilation - padding  # output row t reads input row t + shift
+        start, stop = max(0, -shift), min(out_length, length - shift)
+        if start < stop:
+            out[start:stop].addcmul_(x[start + shift : stop + shift], taps[tap])
+    return out
+
+
 def depthwise_ready(conv: nn.Module) -> bool:
     """Whether :func:`depthwise_conv1d` can stand in for ``conv`` (a plain depthwise, stride-1 Conv1d)."""
     return (
@@ -137,10 +198,12 @@ def time_major_ready(*convs: nn.Module) -> bool:
 
 
 __all__ = [
+    "DerivedWeights",
     "LayerNorm",
     "PointwiseConv1d",
     "depthwise_conv1d",
     "depthwise_ready",
+    "depthwise_time_major",
     "sequence_mask",
     "time_major_conv1d",
     "time_major_ready",

@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from voicehub.architectures.parallel import call_single_threaded, map_single_threaded
+from voicehub.architectures.parallel import call_single_threaded, idle_threads_sleep, map_single_threaded
 from voicehub.architectures.vits.config import (
     VITSConfig,
     check_scales,
@@ -406,9 +406,11 @@ class VITSGenerator(nn.Module):
                 without autograd and with two or more intra-op threads: then items that draw their
                 own noise (``noise``, one generator per item, or scales of 0) run whole, one per
                 thread, and otherwise each item's flow and decoder run on their own thread (one
-                intra-op thread each; see :func:`~voicehub.architectures.parallel.map_single_threaded`);
-                one item runs its text side on one worker thread, then its flow (coupling by coupling)
-                and its decoder stages as time pieces, one per thread. ``False`` keeps the batch
+                intra-op thread each; see :func:`~voicehub.architectures.parallel.map_single_threaded`).
+                One item, when idle OpenMP threads sleep
+                (:func:`~voicehub.architectures.parallel.idle_threads_sleep`), runs its text side on one
+                worker thread, then its flow (coupling by coupling) and its decoder stages as time
+                pieces, one per thread; otherwise on the intra-op threads. ``False`` keeps the batch
                 together on every device.
 
         Returns:
@@ -450,9 +452,12 @@ class VITSGenerator(nn.Module):
         text_side = functools.partial(
             self._prior, ids, lengths, speaker_ids, noise, generator, (noise_scale, length_scale, noise_w)
         )
+        # One item is split over the pool's single-threaded workers only when idle OpenMP threads sleep
+        # (see idle_threads_sleep); while they spin, its operators use the intra-op threads instead.
+        split_item = batch == 1 and threads > 1 and idle_threads_sleep()
         # One item's text side is over a thousand small operators in a row: one intra-op thread runs it
         # as fast as two and leaves the other core free (see call_single_threaded).
-        prior = call_single_threaded(text_side) if batch == 1 and threads > 1 else text_side()
+        prior = call_single_threaded(text_side) if split_item else text_side()
         z_p, y_mask, durations, num_frames, g = prior.z_p, prior.y_mask, prior.durations, prior.num_frames, prior.g
         max_frames = y_mask.shape[2]
         padded_frames = _bucket(max_frames)  # for the decoder only: the flow costs nothing extra at a new length
@@ -474,7 +479,7 @@ class VITSGenerator(nn.Module):
             map_single_threaded(synthesize_item, sorted(range(batch), key=lambda row: -counts[row]), threads)
             return self._output(audio, num_samples, durations[:, :num_ids], lengths, num_frames)
 
-        if batch == 1 and threads > 1 and max_frames >= SPLIT_FLOW_MIN_FRAMES and self.flow.time_major_ready():
+        if split_item and max_frames >= SPLIT_FLOW_MIN_FRAMES and self.flow.time_major_ready():
             z = _pad_to(self.flow.inverse_in_pieces(z_p, y_mask, g, threads), padded_frames)  # one item: no padding
         else:
             z = _pad_to(self.flow.inverse(z_p, y_mask, g) * y_mask, padded_frames)
