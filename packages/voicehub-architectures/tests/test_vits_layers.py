@@ -6,6 +6,7 @@ convolutions as one ``addmm``."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib.metadata
 import pickle
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from voicehub.architectures.vits.decoder import (
     TimeConv1d,
     TimeConvTranspose1d,
 )
-from voicehub.architectures.vits.duration import DDSConv
+from voicehub.architectures.vits.duration import DDSConv, StochasticDurationPredictor
 from voicehub.architectures.vits.flow import WaveNet
 from voicehub.architectures.vits.layers import DerivedWeights, PointwiseConv1d, depthwise_conv1d, depthwise_ready
 
@@ -249,3 +250,27 @@ def test_derived_weights_follow_the_parameters_and_are_not_copied(voice: PiperVo
     assert float((after - plain).abs().max()) < 1e-4
     for copied in (copy.deepcopy(wavenet), pickle.loads(pickle.dumps(wavenet))):
         assert copied.__dict__["_time_major_weights"].value is None
+
+
+@pytest.mark.parametrize("speaker_channels", [0, 16])
+def test_stochastic_duration_predictor_time_major_equals_batched(voice: PiperVoice, speaker_channels: int) -> None:
+    """One item without autograd runs the duration predictor time-major (LayerNorm over the
+    contiguous channels, depthwise taps over rows, splines on (T, bins)); it equals the batched
+    layers with autograd, with and without a speaker condition (a random one on the voice's
+    weights: the voice has one speaker)."""
+    speakers = 3 if speaker_channels else 1
+    config = dataclasses.replace(voice.model.config, speaker_channels=speaker_channels, num_speakers=speakers)
+    predictor = StochasticDurationPredictor(config).eval()
+    predictor.load_state_dict(voice.model.dp.state_dict(), strict=False)
+    assert predictor.time_major_ready()
+    generator = torch.Generator().manual_seed(7 + speaker_channels)
+    x = torch.randn(1, 192, 45, generator=generator)
+    mask = (torch.arange(45) < 40).float()[None, None]
+    noise = torch.randn(1, 2, 45, generator=generator) * 0.8
+    g = torch.randn(1, speaker_channels, 1, generator=generator) if speaker_channels else None
+    with torch.enable_grad():
+        plain = predictor(x, mask, noise, g).detach()
+    with torch.no_grad():
+        fast = predictor(x, mask, noise, g)
+    assert fast.shape == plain.shape == (1, 1, 45)
+    assert float((fast - plain).abs().max()) < 1e-4 and float(plain.abs().max()) > 0.1
