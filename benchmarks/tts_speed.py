@@ -21,7 +21,13 @@ repeat (ORT, native, ORT, native, ...) so that load changes hit both alike:
 set before torch starts; ``session.intra_op.allow_spinning=0``). On a CPU shared with other jobs,
 spinning OpenMP workers steal the cores the working threads need; measure both ways there.
 
-Usage: ``uv run python benchmarks/tts_speed.py [--repeats 5] [--threads 2] [--no-spin] [--no-batch]``
+``--settle`` (seconds, default 0.1) pauses before every timed call, so that each call starts with
+the other runtime's threads idle: by default both runtimes' idle threads spin for a while after a
+call, and in an interleaved run those of the call just finished take the cores of the next one.
+Every call then starts from an idle machine, as a request after a pause does. ``--settle 0`` runs
+the calls back to back.
+
+Usage: ``uv run python benchmarks/tts_speed.py [--repeats 5] [--threads 2] [--no-spin] [--settle 0.1] [--no-batch]``
 """
 
 from __future__ import annotations
@@ -72,7 +78,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-spin", action="store_true", help="idle threads sleep instead of spinning (both runtimes)")
     parser.add_argument("--no-batch", action="store_true", help="skip the 16-sentence rows")
+    parser.add_argument("--settle", type=float, default=0.1, help="seconds of pause before every timed call")
     args = parser.parse_args()
+    if args.settle < 0:
+        parser.error(f"--settle must be >= 0 seconds, got {args.settle}")
     if args.no_spin:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # read once, when the OpenMP runtime starts
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -105,6 +114,7 @@ def main() -> None:
 
     def ort_text(text: str) -> tuple[float, float, float]:
         """ORT sentence by sentence, as piper: (wall s, first audio s, audio s)."""
+        time.sleep(args.settle)
         start = time.perf_counter()
         first = 0.0
         samples = 0
@@ -116,6 +126,7 @@ def main() -> None:
         return time.perf_counter() - start, first, samples / voice.sample_rate
 
     def native_stream(text: str) -> tuple[float, float, float]:
+        time.sleep(args.settle)
         start = time.perf_counter()
         first = 0.0
         samples = 0
@@ -125,16 +136,22 @@ def main() -> None:
         return time.perf_counter() - start, first, samples / voice.sample_rate
 
     def native_generate(texts: list[str], batched: bool) -> float:
-        start = time.perf_counter()
         if batched:
+            time.sleep(args.settle)
+            start = time.perf_counter()
             tts.generate(texts)
-        else:
-            for text in texts:
-                tts.generate(text)
-        return time.perf_counter() - start
+            return time.perf_counter() - start
+        total = 0.0
+        for text in texts:
+            time.sleep(args.settle)
+            start = time.perf_counter()
+            tts.generate(text)
+            total += time.perf_counter() - start
+        return total
 
     print(
-        f"threads={args.threads} repeats={args.repeats} no_spin={args.no_spin} torch={torch.__version__} "
+        f"threads={args.threads} repeats={args.repeats} no_spin={args.no_spin} settle={args.settle} "
+        f"torch={torch.__version__} "
         f"onnxruntime={ort.__version__} load={os.getloadavg()[0]:.1f}"
     )
     print(
@@ -165,9 +182,9 @@ def main() -> None:
     ort_s, single_s, batched_s = [], [], []
     audio_16 = 0.0
     for _ in range(args.repeats):
-        start = time.perf_counter()
-        audio_16 = sum(ort_text(text)[2] for text in SIXTEEN)
-        ort_s.append(time.perf_counter() - start)
+        runs = [ort_text(text) for text in SIXTEEN]  # a pause before each sentence, as native one by one
+        audio_16 = sum(run[2] for run in runs)
+        ort_s.append(sum(run[0] for run in runs))
         single_s.append(native_generate(SIXTEEN, False))
         batched_s.append(native_generate(SIXTEEN, True))
     print(f"16 sentences, {audio_16:.1f} s of audio; seconds per sentence (min/median):")
