@@ -217,7 +217,8 @@ class StochasticDurationPredictor(nn.Module):
         """Log-durations (batch, 1, T_x) from the text encoder's states ``x`` (batch, C, T_x), ``x_mask``
         (batch, 1, T_x), ``noise`` (batch, 2, T_x) (already scaled by noise_w) and ``g`` (batch, S, 1)
         or None. One item without autograd runs time-major (:meth:`_time_major`): the same numbers
-        up to float rounding, with about half the operators."""
+        up to float rounding, without LayerNorm's transposed copies (1703 operators against 1992
+        for 65 phoneme ids)."""
         if x.shape[0] == 1 and not torch.is_grad_enabled() and self.time_major_ready():
             return self._time_major(x, x_mask, noise, g)
         h = self.pre(x)

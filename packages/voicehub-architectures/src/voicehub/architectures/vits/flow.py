@@ -112,7 +112,7 @@ class WaveNet(nn.Module):
         ):
             in_layer = cast(nn.Conv1d, in_module)
             pad, dilation, taps = int(in_layer.padding[0]), in_layer.dilation[0], in_layer.kernel_size[0]
-            padded = F.pad(x, (0, 0, pad, pad))
+            padded = F.pad(x, (0, 0, pad, pad)).contiguous()  # the row strides below assume it
             # Rows t .. t + (k - 1) d of the padded input, side by side: one (T, k * C) matrix.
             columns = padded.as_strided((length, taps, channels), (channels, dilation * channels, 1))
             columns = columns.reshape(length, taps * channels)

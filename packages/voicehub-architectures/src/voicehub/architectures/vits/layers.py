@@ -165,7 +165,8 @@ def depthwise_time_major(conv: nn.Conv1d, x: Tensor) -> Tensor:
     calls, see :class:`DerivedWeights`) and adds it into the output rows it reaches.
     """
     weight = conv.weight.detach()
-    taps = DerivedWeights.of(conv, "_time_major_taps").get([conv.weight], lambda: weight[:, 0, :].t().contiguous())
+    holder = DerivedWeights.of(conv, "_time_major_depthwise_taps")
+    taps = holder.get([conv.weight], lambda: weight[:, 0, :].t().contiguous())
     length, padding, dilation = x.shape[0], int(conv.padding[0]), conv.dilation[0]
     out_length = length + 2 * padding - dilation * (conv.kernel_size[0] - 1)
     shape = (out_length, x.shape[1])
