@@ -274,3 +274,19 @@ def test_stochastic_duration_predictor_time_major_equals_batched(voice: PiperVoi
         fast = predictor(x, mask, noise, g)
     assert fast.shape == plain.shape == (1, 1, 45)
     assert float((fast - plain).abs().max()) < 1e-4 and float(plain.abs().max()) > 0.1
+
+
+def test_transposed_upsampling_honours_output_size() -> None:
+    """``output_size`` picks the output padding as ``nn.ConvTranspose1d`` does (it was once ignored),
+    and a size it cannot reach is refused the same way."""
+    layer = TimeConvTranspose1d(16, 8, 16, 8, padding=4)
+    plain = nn.ConvTranspose1d(16, 8, 16, 8, padding=4)
+    plain.load_state_dict(layer.state_dict())
+    x = _channels_last(1, 16, 40, seed=6)
+    with torch.inference_mode():
+        for size in ([320], [323], [1, 8, 327]):
+            out, reference = layer(x, output_size=size), plain(x[:, :, 0], output_size=size)
+            assert out.shape[-1] == reference.shape[-1] == size[-1]
+            assert float((out[:, :, 0] - reference).abs().max()) < TOLERANCE
+        with pytest.raises(ValueError, match=r"requested an output size of \[340\]"):
+            layer(x, output_size=[340])

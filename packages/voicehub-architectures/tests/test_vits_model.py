@@ -464,6 +464,22 @@ def test_bad_inference_options_raise(voice: PiperVoice, options: dict[str, objec
         _alone(voice.model, SENTENCES[2], **options)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("count", [1, 3])
+def test_a_generator_list_of_the_wrong_length_is_refused(voice: PiperVoice, threads: int, count: int) -> None:
+    """One generator per item or a single one: a list of another length names both counts, on the
+    batched path (one thread) and on items run whole on their threads (two)."""
+    ids, lengths = pad_phoneme_ids(SENTENCES[:2])
+    generators = [torch.Generator().manual_seed(i) for i in range(count)]
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.inference_mode(), pytest.raises(InferenceOptionError, match=rf"per item \(2\), got {count}"):
+            voice.model(ids, lengths, generator=generators)
+    finally:
+        torch.set_num_threads(previous)
+
+
 def test_bad_ids_and_lengths_raise(voice: PiperVoice) -> None:
     with pytest.raises(InferenceOptionError, match=r"0\.\.255"):
         _alone(voice.model, [1, 0, 256, 0, 2])

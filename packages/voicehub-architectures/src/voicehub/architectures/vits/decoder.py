@@ -263,13 +263,24 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
     """A ConvTranspose1d evaluated as a (1, k) transposed Conv2d on channels-last input (see :class:`TimeConv1d`)."""
 
     def forward(self, x: Tensor, output_size: list[int] | None = None) -> Tensor:
+        """(batch, C_in, 1, T) channels-last -> (batch, C_out, 1, T_out); ``output_size`` picks the
+        output padding as :class:`torch.nn.ConvTranspose1d` does (its last entry is T_out)."""
+        output_padding = self._output_padding(
+            x[:, :, 0],  # (batch, C_in, T): the sizes nn.ConvTranspose1d reads
+            output_size,
+            list(self.stride),
+            [int(self.padding[0])],
+            list(self.kernel_size),
+            1,
+            list(self.dilation),
+        )
         return F.conv_transpose2d(
             x,
             self.weight.unsqueeze(2),
             self.bias,
             (1, self.stride[0]),
             (0, int(self.padding[0])),
-            (0, self.output_padding[0]),
+            (0, output_padding[0]),
             self.groups,
             (1, self.dilation[0]),
         )
