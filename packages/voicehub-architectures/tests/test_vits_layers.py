@@ -290,3 +290,18 @@ def test_transposed_upsampling_honours_output_size() -> None:
             assert float((out[:, :, 0] - reference).abs().max()) < TOLERANCE
         with pytest.raises(ValueError, match=r"requested an output size of \[340\]"):
             layer(x, output_size=[340])
+
+
+@pytest.mark.parametrize("signal", [80, 64])
+def test_one_item_flow_time_major_equals_channel_major_with_and_without_padding(voice: PiperVoice, signal: int) -> None:
+    """The whole flow of one item: time-major without autograd (no mask multiplies when every frame
+    is signal) equals the channel-major couplings with autograd, also for a padded item."""
+    flow = voice.model.flow
+    z = torch.randn(1, 192, 80, generator=torch.Generator().manual_seed(signal))
+    mask = (torch.arange(80) < signal).float()[None, None]
+    with torch.enable_grad():
+        plain = flow.inverse(z * mask, mask, None).detach()
+    with torch.no_grad():
+        fast = flow.inverse(z * mask, mask, None)
+    assert float((fast - plain).abs().max()) < 1e-4 and float(plain.abs().max()) > 1.0
+    assert int(torch.count_nonzero(fast[:, :, signal:])) == 0  # the padding stays zero
