@@ -216,9 +216,9 @@ def test_pointwise_conv1d_of_one_item_equals_conv1d(voice: PiperVoice) -> None:
 @pytest.mark.parametrize("speaker_channels", [0, 16])
 def test_wavenet_time_major_equals_forward(voice: PiperVoice, dilation_rate: int, speaker_channels: int) -> None:
     """The flow's WaveNet on the voice's weights (its first coupling's): time-major (one product per
-    layer over stacked taps, the gate as one sigmoid with the tanh half's weights doubled) equals the
-    channel-major forward, also with dilated layers and with a speaker condition (its tanh half
-    doubled too). The voice itself has dilation 1 and one speaker: the other cases add a random
+    layer over stacked taps, the gate as one sigmoid with the tanh half's weights times -2) equals
+    the channel-major forward, also with dilated layers and with a speaker condition (its tanh half
+    scaled the same way). The voice itself has dilation 1 and one speaker: the other cases add a random
     condition layer and reuse the same weights at dilation 2."""
     real = voice.model.flow.flows["0"].enc
     wavenet = WaveNet(192, 5, dilation_rate, 4, speaker_channels).eval()

@@ -264,7 +264,11 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
 
     def forward(self, x: Tensor, output_size: list[int] | None = None) -> Tensor:
         """(batch, C_in, 1, T) channels-last -> (batch, C_out, 1, T_out); ``output_size`` picks the
-        output padding as :class:`torch.nn.ConvTranspose1d` does (its last entry is T_out)."""
+        output padding as :class:`torch.nn.ConvTranspose1d` does (its last entry is T_out).
+
+        Raises:
+            ValueError: for an ``output_size`` that no output padding reaches (torch's message).
+        """
         output_padding = self._output_padding(
             x[:, :, 0],  # (batch, C_in, T): the sizes nn.ConvTranspose1d reads
             output_size,

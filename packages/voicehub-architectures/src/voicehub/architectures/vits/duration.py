@@ -203,9 +203,14 @@ class StochasticDurationPredictor(nn.Module):
         if config.speaker_channels:
             self.cond = PointwiseConv1d(config.speaker_channels, channels, 1)
 
+    def _spline_flows(self) -> list[ConvFlow]:
+        """The spline couplings in the order the reverse pass applies them (highest index first)."""
+        names = sorted((name for name in self.flows if name != "0"), key=int, reverse=True)
+        return [cast(ConvFlow, self.flows[name]) for name in names]
+
     def time_major_ready(self) -> bool:
         """Whether one item can run time-major (:meth:`forward`): the layers are still the plain kinds."""
-        flows = [cast(ConvFlow, self.flows[name]) for name in self.flows if name != "0"]
+        flows = self._spline_flows()
         pointwise = (self.pre, self.proj, *(f.pre for f in flows), *(f.proj for f in flows))
         return (
             all(isinstance(m, PointwiseConv1d) for m in pointwise)
@@ -226,8 +231,8 @@ class StochasticDurationPredictor(nn.Module):
             h = h + self.cond(g)
         h = self.proj(self.convs(h, x_mask)) * x_mask
         z = noise
-        for name in sorted((k for k in self.flows if k != "0"), key=int, reverse=True):
-            z = cast(ConvFlow, self.flows[name]).inverse(torch.flip(z, [1]), x_mask, h)
+        for flow in self._spline_flows():
+            z = flow.inverse(torch.flip(z, [1]), x_mask, h)
         return cast(ElementwiseAffine, self.flows["0"]).inverse(torch.flip(z, [1]), x_mask)[:, :1]
 
     def _time_major(self, x: Tensor, x_mask: Tensor, noise: Tensor, g: Tensor | None) -> Tensor:
@@ -238,8 +243,8 @@ class StochasticDurationPredictor(nn.Module):
             h = h + self.cond(g)[0].t()
         h = F.linear(self.convs.time_major(h, mask), self.proj.weight[:, :, 0], self.proj.bias).mul_(mask)
         z = noise[0].t()  # (T, 2)
-        for name in sorted((k for k in self.flows if k != "0"), key=int, reverse=True):
-            z = cast(ConvFlow, self.flows[name]).inverse_time_major(torch.flip(z, [1]), mask, h)
+        for flow in self._spline_flows():
+            z = flow.inverse_time_major(torch.flip(z, [1]), mask, h)
         affine = cast(ElementwiseAffine, self.flows["0"])
         # Channel 0 of the flipped z is z's channel 1: the only one the affine's output keeps.
         logw = (z[:, 1:] - affine.m[0]) * torch.exp(-affine.logs[0]) * mask
