@@ -107,6 +107,69 @@ def call_single_threaded(function: Callable[[], R]) -> R:
     return _on_pool(lambda _: function(), [None], 1)[0]
 
 
+def map_with_caller(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``[function(item) for item in items]``, the calling thread and up to ``len(items) - 1`` pool
+    workers taking the items in turn, for a caller that itself runs with one intra-op thread (such
+    as ``function`` of :func:`call_single_threaded`): the caller works instead of waiting idle.
+
+    The caller waits only for items a worker has started; an item no worker has taken by then runs
+    on the caller. So a call made while every worker is busy (two such callers on a two-worker
+    pool, each waiting for the other's worker) finishes on the caller instead of waiting forever.
+    The workers run in the caller's autograd mode. With one item or one CPU, everything runs on the
+    caller.
+
+    Args:
+        function: work on one item; must not depend on the other items' results.
+        items: the items (the caller takes the first).
+
+    Returns:
+        The results in the order of ``items``.
+
+    Raises:
+        Exception: the first exception an item raised (after the items already started have ended).
+    """
+    if len(items) <= 1 or (os.cpu_count() or 1) <= 1:
+        return [function(item) for item in items]
+    results: list[R | None] = [None] * len(items)
+    errors: list[BaseException] = []
+    done = threading.Condition()
+    next_index = 0
+    running = 0
+    inference = torch.is_inference_mode_enabled()
+    grad = torch.is_grad_enabled()
+
+    def drain() -> None:
+        nonlocal next_index, running
+        while True:
+            with done:
+                if errors or next_index >= len(items):
+                    return
+                index, next_index, running = next_index, next_index + 1, running + 1
+            try:
+                results[index] = function(items[index])
+            except BaseException as err:  # handed to the caller below
+                with done:
+                    errors.append(err)
+            finally:
+                with done:
+                    running -= 1
+                    done.notify_all()
+
+    def worker() -> None:
+        with torch.inference_mode(inference), torch.set_grad_enabled(grad and not inference):
+            drain()
+
+    pool = _pool(len(items))  # the caller may be one of the pool's own workers
+    for _ in range(min(len(items), os.cpu_count() or 1) - 1):
+        pool.submit(worker)
+    drain()
+    with done:
+        done.wait_for(lambda: running == 0)
+    if errors:
+        raise errors[0]
+    return cast(list[R], results)
+
+
 def idle_threads_sleep() -> bool:
     """Whether idle OpenMP threads sleep at once rather than spin: ``OMP_WAIT_POLICY=PASSIVE`` or
     ``GOMP_SPINCOUNT=0`` in the environment (the OpenMP runtime reads them when it starts, so they
@@ -159,4 +222,4 @@ def _on_pool(function: Callable[[T], R], items: Sequence[T], workers: int) -> li
     return cast(list[R], results)
 
 
-__all__ = ["call_single_threaded", "idle_threads_sleep", "map_single_threaded"]
+__all__ = ["call_single_threaded", "idle_threads_sleep", "map_single_threaded", "map_with_caller"]

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
 from collections.abc import Sequence
 from typing import cast
@@ -42,7 +43,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from voicehub.architectures.parallel import call_single_threaded, idle_threads_sleep, map_single_threaded
+from voicehub.architectures.parallel import (
+    call_single_threaded,
+    idle_threads_sleep,
+    map_single_threaded,
+    map_with_caller,
+)
 from voicehub.architectures.vits.config import (
     VITSConfig,
     check_scales,
@@ -208,12 +214,29 @@ class FeedForward(nn.Module):
         """Whether :meth:`time_major` can run (both convolutions are still plain ones)."""
         return time_major_ready(self.conv_1, self.conv_2)
 
-    def time_major(self, x: Tensor, mask: Tensor | None) -> Tensor:
+    def time_major(self, x: Tensor, mask: Tensor | None, pieces: int = 1) -> Tensor:
         """:meth:`forward` of one item held time-major (:func:`time_major_conv1d`): ``x`` (T, C),
-        ``mask`` (T, 1) or None for no padding -> (T, C)."""
+        ``mask`` (T, 1) or None for no padding -> (T, C).
+
+        With ``pieces`` > 1 (and no mask), the hidden channels are cut into that many ranges, each
+        range's two products on its own thread (:func:`~voicehub.architectures.parallel.map_with_caller`:
+        the caller takes one), and the ranges' outputs summed. The ReLU acts per channel, so the ranges
+        need each other only for that sum: one wake-up of a helper thread per layer. Equal to the
+        whole up to float rounding (partial sums added in another order)."""
+        if pieces > 1 and mask is None:
+            filters = self.conv_1.out_channels
+            cuts = [filters * i // pieces for i in range(pieces + 1)]
+            parts = map_with_caller(functools.partial(self._hidden_range, x), list(itertools.pairwise(cuts)))
+            return functools.reduce(Tensor.add_, parts)
         hidden = time_major_conv1d(self.conv_1, x if mask is None else x * mask, *self.padding).relu_()
         out = time_major_conv1d(self.conv_2, hidden if mask is None else hidden.mul_(mask), *self.padding)
         return out if mask is None else out.mul_(mask)
+
+    def _hidden_range(self, x: Tensor, channels: tuple[int, int]) -> Tensor:
+        """The feed-forward's output through hidden channels [start, end) only (no mask): (T, C)."""
+        start, end = channels
+        hidden = time_major_conv1d(self.conv_1, x, *self.padding, outputs=slice(start, end)).relu_()
+        return time_major_conv1d(self.conv_2, hidden, *self.padding, inputs=slice(start, end), bias=start == 0)
 
 
 class Encoder(nn.Module):
@@ -231,11 +254,11 @@ class Encoder(nn.Module):
         )
         self.norm_layers_2 = nn.ModuleList(LayerNorm(hidden) for _ in range(config.num_layers))
 
-    def forward(self, x: Tensor, x_mask: Tensor) -> Tensor:
+    def forward(self, x: Tensor, x_mask: Tensor, pieces: int = 1) -> Tensor:
         """(batch, channels, T_x) -> the same; one item without padding or autograd runs time-major
-        (:meth:`time_major`)."""
+        (:meth:`time_major`, with ``pieces``)."""
         if x.shape[0] == 1 and not torch.is_grad_enabled() and self.time_major_ready() and bool(x_mask.all()):
-            return self.time_major(x[0].t()).t().unsqueeze(0)
+            return self.time_major(x[0].t(), pieces).t().unsqueeze(0)
         # What depends on the length and the padding only is built once per call, not per layer.
         key_padding = (x_mask.unsqueeze(2) * x_mask.unsqueeze(-1)) == 0  # (batch, 1, T_x, T_x)
         first = cast(RelativeSelfAttention, self.attn_layers[0])  # every layer has the config's window
@@ -256,16 +279,17 @@ class Encoder(nn.Module):
             and all(type(norm) is LayerNorm for norm in (*self.norm_layers_1, *self.norm_layers_2))
         )
 
-    def time_major(self, x: Tensor) -> Tensor:
+    def time_major(self, x: Tensor, pieces: int = 1) -> Tensor:
         """:meth:`forward` of one item without padding, held time-major: (T_x, C) -> (T_x, C). Attention
         and feed-forward run time-major (:meth:`RelativeSelfAttention.time_major`,
-        :meth:`FeedForward.time_major`), LayerNorm over the contiguous channels: no transposed copies
-        and no masks. Equal to :meth:`forward` up to float rounding."""
+        :meth:`FeedForward.time_major`, its hidden channels in ``pieces`` ranges on as many threads),
+        LayerNorm over the contiguous channels: no transposed copies and no masks. Equal to
+        :meth:`forward` up to float rounding."""
         for attn, norm_1, ffn, norm_2 in zip(
             self.attn_layers, self.norm_layers_1, self.ffn_layers, self.norm_layers_2, strict=True
         ):
             x = cast(LayerNorm, norm_1).time_major(x + cast(RelativeSelfAttention, attn).time_major(x))
-            x = cast(LayerNorm, norm_2).time_major(x + cast(FeedForward, ffn).time_major(x, None))
+            x = cast(LayerNorm, norm_2).time_major(x + cast(FeedForward, ffn).time_major(x, None, pieces))
         return x
 
 
@@ -280,9 +304,11 @@ class TextEncoder(nn.Module):
         self.encoder = Encoder(config)
         self.proj = PointwiseConv1d(config.hidden_channels, 2 * config.inter_channels, 1)
 
-    def forward(self, ids: Tensor, x_mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(self, ids: Tensor, x_mask: Tensor, pieces: int = 1) -> tuple[Tensor, Tensor, Tensor]:
+        """ids (batch, T_x), ``x_mask`` (batch, 1, T_x) -> hidden states (batch, C, T_x) and the prior's
+        mean and log-std (batch, inter_channels, T_x) each; ``pieces``: see :meth:`Encoder.time_major`."""
         x = (self.emb(ids) * math.sqrt(self.hidden_channels)).transpose(1, 2)
-        x = self.encoder(x * x_mask, x_mask)
+        x = self.encoder(x * x_mask, x_mask, pieces)
         stats = self.proj(x) * x_mask
         m_p, logs_p = torch.split(stats, self.inter_channels, dim=1)
         return x, m_p, logs_p
@@ -532,14 +558,22 @@ class VITSGenerator(nn.Module):
             scales = (noise_scale, length_scale, noise_w)
             return self._items_on_threads(ids, lengths, speaker_ids, noise, generator, scales, threads)
 
-        text_side = functools.partial(
-            self._prior, ids, lengths, speaker_ids, noise, generator, (noise_scale, length_scale, noise_w)
-        )
         # One item is split over the pool's single-threaded workers only when idle OpenMP threads sleep
         # (see idle_threads_sleep); while they spin, its operators use the intra-op threads instead.
         split_item = batch == 1 and threads > 1 and idle_threads_sleep()
+        text_side = functools.partial(
+            self._prior,
+            ids,
+            lengths,
+            speaker_ids,
+            noise,
+            generator,
+            (noise_scale, length_scale, noise_w),
+            threads if split_item else 1,
+        )
         # One item's text side is over a thousand small operators in a row: one intra-op thread runs it
-        # as fast as two and leaves the other core free (see call_single_threaded).
+        # as fast as two and leaves the other core free (see call_single_threaded), except for the text
+        # encoder's feed-forward layers, whose hidden channels it shares out (FeedForward.time_major).
         prior = call_single_threaded(text_side) if split_item else text_side()
         z_p, y_mask, durations, num_frames, g = prior.z_p, prior.y_mask, prior.durations, prior.num_frames, prior.g
         max_frames = y_mask.shape[2]
@@ -586,15 +620,17 @@ class VITSGenerator(nn.Module):
         noise: VITSNoise | None,
         generator: torch.Generator | Sequence[torch.Generator] | None,
         scales: tuple[float, float, float],
+        pieces: int = 1,
     ) -> _Prior:
         """The text side of :meth:`forward` (arguments as there, checked): text encoder, durations,
-        length regulation and the prior's sample z_p."""
+        length regulation and the prior's sample z_p. ``pieces``: threads for the text encoder's
+        feed-forward layers (:meth:`FeedForward.time_major`), the caller being one of them."""
         noise_scale, length_scale, noise_w = scales
         batch, num_ids = ids.shape
         device = ids.device
         padded_ids = num_ids  # no bucket on the text side (see SHAPE_BUCKET)
         x_mask = sequence_mask(lengths, padded_ids)
-        x, m_p, logs_p = self.enc_p(_pad_to(ids, padded_ids), x_mask)
+        x, m_p, logs_p = self.enc_p(_pad_to(ids, padded_ids), x_mask, pieces)
         g = (
             self.emb_g(speaker_ids.to(device)).unsqueeze(-1)
             if speaker_ids is not None and self.config.num_speakers > 1
