@@ -292,7 +292,7 @@ def test_one_item_decoder_in_time_tiles_on_two_threads_equals_one_pass(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """With two intra-op threads one item's decoder runs each stage as two time tiles (each with the
-    stage's context on both sides), one per thread; the signal equals the one-pass decoder's, also
+    stage's context on its neighbour's side only), one per thread; the signal equals the one-pass decoder's, also
     for a bucketed length with padding after ``valid`` frames, of which the tiles cover only the
     signal rounded up to 8 frames per tile (101 frames: 2 x 56, not 2 x 64)."""
     monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # tiles only when idle threads sleep (see the next test)

@@ -545,8 +545,10 @@ class Generator(nn.Module):
         path's length, zeros after the signal.
 
         A tile reads its part of the stage input plus ``ceil((context + K) / rate)`` samples on each
-        side (zeros beyond the signal), runs the upsampling and the residual blocks on that, and keeps
-        the samples whose inputs all lay inside: the same arithmetic as the whole stage. Per stage the
+        side that has a neighbouring tile (none at the ends of the input, where the convolutions' zero
+        padding is what the whole stage sees there too), runs the upsampling and the residual blocks
+        on that, and keeps the samples whose inputs all lay inside: the same arithmetic as the whole
+        stage. Per stage the
         threads wake once instead of once per operator; on a shared or virtualized CPU a sleeping
         OpenMP thread takes a fraction of a millisecond to wake, paid at each of ~55 operators.
         """
@@ -585,18 +587,19 @@ class Generator(nn.Module):
         start, end = tile
         rate, up = self.rates[stage], cast(TimeConvTranspose1d, self.ups[stage])
         halo = -(-(self._stage_context(stage) + up.kernel_size[0]) // rate)  # input samples on each side
-        source = self._workspace("tile_in", x, width=end - start + 2 * halo)
-        lo, hi = max(0, start - halo), min(x.shape[3], end + halo)
-        hi = min(hi, valid_in)  # the padding of a bucketed length reads as zeros, as in the one-pass path
-        source.zero_()
-        if hi > lo:
-            source[:, :, :, lo - (start - halo) : hi - (start - halo)] = x[:, :, :, lo:hi]
-        offset = (start - halo) * rate  # the signal's index of the tile's first upsampled sample
-        keep_from, keep_to = max(0, -offset), max(0, valid_in * rate - offset)
+        # No halo at an end of the whole input: the convolutions' own zero padding stands in for it
+        # (the one-pass path's zeros beyond the signal), and the tile computes nothing it throws away.
+        first = start - (halo if start > 0 else 0)
+        last = end + (halo if end < x.shape[3] else 0)
+        source = self._workspace("tile_in", x, width=last - first)
+        hi = min(last, valid_in)  # the padding of a bucketed length reads as zeros, as in the one-pass path
+        if hi > first:
+            source[:, :, :, : hi - first] = x[:, :, :, first:hi]
+        source[:, :, :, max(0, hi - first) :] = 0
+        offset = first * rate  # the signal's index of the tile's first upsampled sample
+        keep_to = max(0, valid_in * rate - offset)
 
-        def clear(t: Tensor) -> Tensor:  # zeros outside the signal, as the one-pass path's masks
-            if keep_from > 0:
-                t[:, :, :, :keep_from] = 0
+        def clear(t: Tensor) -> Tensor:  # zeros after the signal, as the one-pass path's masks
             if keep_to < t.shape[3]:
                 t[:, :, :, keep_to:] = 0
             return t
