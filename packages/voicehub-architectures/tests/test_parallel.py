@@ -1,4 +1,4 @@
-"""map_single_threaded and call_single_threaded: order, one intra-op thread per worker, the caller's
+"""map_single_threaded, call_single_threaded and map_with_caller: order, one intra-op thread per worker, the caller's
 thread count and autograd mode, errors."""
 
 from __future__ import annotations
@@ -10,7 +10,12 @@ import time
 import pytest
 import torch
 
-from voicehub.architectures.parallel import call_single_threaded, idle_threads_sleep, map_single_threaded
+from voicehub.architectures.parallel import (
+    call_single_threaded,
+    idle_threads_sleep,
+    map_single_threaded,
+    map_with_caller,
+)
 
 
 def test_results_keep_the_order_of_the_items_and_use_several_threads() -> None:
@@ -181,3 +186,78 @@ def test_idle_threads_sleep_reads_the_openmp_wait_policy(
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     assert idle_threads_sleep() is sleep
+
+
+def test_map_with_caller_shares_items_between_the_caller_and_a_worker() -> None:
+    """From a one-thread pool worker (the text side of call_single_threaded), the caller takes the
+    first item and a second worker the next; results keep their order, both run one intra-op
+    thread in the caller's mode, and threads started afterwards keep the process's count (a worker
+    never grows the pool, which would reset it)."""
+    seen: list[tuple[str, int, bool]] = []
+
+    def work(item: int) -> int:
+        time.sleep(0.05)  # long enough for the helper to take an item
+        seen.append((threading.current_thread().name, torch.get_num_threads(), torch.is_inference_mode_enabled()))
+        return item * 10
+
+    def on_a_worker() -> tuple[list[int], str]:
+        return map_with_caller(work, [1, 2]), threading.current_thread().name
+
+    previous = torch.get_num_threads()
+    counts: list[int] = []
+    try:
+        torch.set_num_threads(2)
+        call_single_threaded(lambda: None)  # the pool exists with two workers before the timed call
+        with torch.inference_mode():
+            results, caller = call_single_threaded(on_a_worker)
+        probe = threading.Thread(target=lambda: counts.append(torch.get_num_threads()))
+        probe.start()
+        probe.join()
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(previous)
+    assert results == [10, 20]
+    assert seen[0][0] == caller or seen[1][0] == caller
+    assert len({name for name, _, _ in seen}) == 2, seen
+    assert all(threads == 1 and inference for _, threads, inference in seen)
+    assert counts == [2]
+
+
+def test_map_with_caller_runs_untaken_items_itself_instead_of_waiting() -> None:
+    """Two callers on the two workers of the pool, each waiting for a helper that the other one
+    occupies: each runs its items itself, and both finish (no deadlock), with their own results."""
+    previous = torch.get_num_threads()
+    results: dict[str, list[int]] = {}
+    start = threading.Barrier(2)
+
+    def caller(name: str, base: int) -> None:
+        def on_a_worker() -> list[int]:
+            start.wait(timeout=10)  # both callers now hold a worker each
+            return map_with_caller(lambda item: (time.sleep(0.02), base + item)[1], [1, 2, 3])
+
+        results[name] = call_single_threaded(on_a_worker)
+
+    try:
+        torch.set_num_threads(2)
+        threads = [threading.Thread(target=caller, args=(name, base)) for name, base in (("a", 100), ("b", 200))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        assert not any(thread.is_alive() for thread in threads), "map_with_caller waited for a busy worker"
+    finally:
+        torch.set_num_threads(previous)
+    assert results == {"a": [101, 102, 103], "b": [201, 202, 203]}
+
+
+def test_map_with_caller_raises_the_first_error_and_runs_one_item_on_the_caller() -> None:
+    caller = threading.current_thread().name
+
+    def work(item: int) -> str:
+        if item == 2:
+            raise ValueError("item 2 is bad")
+        return threading.current_thread().name
+
+    with pytest.raises(ValueError, match="item 2 is bad"):
+        map_with_caller(work, [1, 2, 3])
+    assert map_with_caller(work, [5]) == [caller]

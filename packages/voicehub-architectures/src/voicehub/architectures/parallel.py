@@ -31,6 +31,7 @@ _POOL_LOCK = threading.Lock()
 _POOL: ThreadPoolExecutor | None = None
 _POOL_SIZE = 0
 _POOL_PID = 0
+_THIS_THREAD = threading.local()
 
 
 def _one_intra_op_thread() -> None:
@@ -38,6 +39,7 @@ def _one_intra_op_thread() -> None:
     count at the thread's first parallel operator), then one intra-op thread for good."""
     torch.get_num_threads()
     torch.set_num_threads(1)
+    _THIS_THREAD.is_worker = True
 
 
 def _start(pool: ThreadPoolExecutor, workers: int) -> None:
@@ -88,7 +90,7 @@ def map_single_threaded(function: Callable[[T], R], items: Sequence[T], num_thre
     workers = min(num_threads, len(items), os.cpu_count() or 1)
     if workers <= 1:
         return [function(item) for item in items]
-    return _on_pool(function, items, workers)
+    return _on_pool(function, items, workers, workers)
 
 
 def call_single_threaded(function: Callable[[], R]) -> R:
@@ -97,14 +99,17 @@ def call_single_threaded(function: Callable[[], R]) -> R:
     For serial work of small operators (a sentence's text side: over a thousand operators, its
     matrix products of tens to a few hundred rows), which a second intra-op thread does not speed
     up: each operator would wake it and wait for it. With one intra-op thread in the caller, or one
-    CPU, ``function`` runs on the caller's thread. Runs in the caller's autograd mode.
+    CPU, ``function`` runs on the caller's thread. Runs in the caller's autograd mode. The pool
+    gets a worker per intra-op thread of the caller, so that ``function`` finds helpers there
+    (:func:`map_with_caller`).
 
     Raises:
         Exception: what ``function`` raised.
     """
-    if torch.get_num_threads() <= 1 or (os.cpu_count() or 1) <= 1:
+    threads = min(torch.get_num_threads(), os.cpu_count() or 1)
+    if threads <= 1:
         return function()
-    return _on_pool(lambda _: function(), [None], 1)[0]
+    return _on_pool(lambda _: function(), [None], 1, threads)[0]
 
 
 def map_with_caller(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
@@ -112,9 +117,11 @@ def map_with_caller(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
     workers taking the items in turn, for a caller that itself runs with one intra-op thread (such
     as ``function`` of :func:`call_single_threaded`): the caller works instead of waiting idle.
 
-    The caller waits only for items a worker has started; an item no worker has taken by then runs
-    on the caller. So a call made while every worker is busy (two such callers on a two-worker
-    pool, each waiting for the other's worker) finishes on the caller instead of waiting forever.
+    A caller that is itself a pool worker uses the pool as it is (see the comment in the body); any
+    other caller gets a pool with a worker per item (up to one per CPU). The caller waits only for items a worker has
+    started; an item no worker has taken by then runs on the caller. So a call made while every
+    worker is busy (two such callers on a two-worker pool, each waiting for the other's worker)
+    finishes on the caller instead of waiting forever.
     The workers run in the caller's autograd mode. With one item or one CPU, everything runs on the
     caller.
 
@@ -159,8 +166,14 @@ def map_with_caller(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
         with torch.inference_mode(inference), torch.set_grad_enabled(grad and not inference):
             drain()
 
-    pool = _pool(len(items))  # the caller may be one of the pool's own workers
-    for _ in range(min(len(items), os.cpu_count() or 1) - 1):
+    # A pool worker never grows the pool: a new pool restores the thread count new threads start
+    # with from the caller's own, and a worker's is one. If the caller is the pool's only worker,
+    # the items all run on it (the helper finds none left).
+    workers = min(len(items), os.cpu_count() or 1)
+    pool = _POOL
+    if pool is None or os.getpid() != _POOL_PID or not getattr(_THIS_THREAD, "is_worker", False):
+        pool = _pool(workers)
+    for _ in range(workers - 1):
         pool.submit(worker)
     drain()
     with done:
@@ -185,8 +198,8 @@ def idle_threads_sleep() -> bool:
     return policy == "PASSIVE" or os.environ.get("GOMP_SPINCOUNT", "").strip() == "0"
 
 
-def _on_pool(function: Callable[[T], R], items: Sequence[T], workers: int) -> list[R]:
-    """:func:`map_single_threaded` on ``workers`` threads of the pool."""
+def _on_pool(function: Callable[[T], R], items: Sequence[T], workers: int, pool_size: int) -> list[R]:
+    """:func:`map_single_threaded` on ``workers`` threads of the pool, which gets at least ``pool_size`` workers."""
     results: list[R | None] = [None] * len(items)
     errors: list[BaseException] = []
     lock = threading.Lock()
@@ -209,7 +222,8 @@ def _on_pool(function: Callable[[T], R], items: Sequence[T], workers: int) -> li
                         errors.append(err)
                     return
 
-    futures = [_pool(workers).submit(drain) for _ in range(workers)]
+    pool = _pool(pool_size)
+    futures = [pool.submit(drain) for _ in range(workers)]
     try:
         for future in futures:
             future.result()
