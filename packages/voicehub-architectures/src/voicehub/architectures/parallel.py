@@ -74,7 +74,8 @@ def map_single_threaded(function: Callable[[T], R], items: Sequence[T], num_thre
 
     Threads take the next item as they finish one (pass the items longest first to balance them).
     The workers run in the caller's autograd mode (grad / no-grad / inference mode); the caller waits.
-    With one thread, one CPU or a single item, the items run on the caller's thread, unchanged.
+    With one thread, one CPU or a single item, the items run on the caller's thread, unchanged. A
+    caller that is itself a pool worker takes items too (:func:`map_with_caller`).
 
     Args:
         function: work on one item; must not depend on the other items' results.
@@ -90,6 +91,8 @@ def map_single_threaded(function: Callable[[T], R], items: Sequence[T], num_thre
     workers = min(num_threads, len(items), os.cpu_count() or 1)
     if workers <= 1:
         return [function(item) for item in items]
+    if _on_a_worker():
+        return map_with_caller(function, items, workers)
     return _on_pool(function, items, workers, workers)
 
 
@@ -112,10 +115,11 @@ def call_single_threaded(function: Callable[[], R]) -> R:
     return _on_pool(lambda _: function(), [None], 1, threads)[0]
 
 
-def map_with_caller(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
+def map_with_caller(function: Callable[[T], R], items: Sequence[T], num_threads: int | None = None) -> list[R]:
     """``[function(item) for item in items]``, the calling thread and up to ``len(items) - 1`` pool
-    workers taking the items in turn, for a caller that itself runs with one intra-op thread (such
-    as ``function`` of :func:`call_single_threaded`): the caller works instead of waiting idle.
+    workers (``num_threads - 1`` if given) taking the items in turn, for a caller that itself runs
+    with one intra-op thread (such as ``function`` of :func:`call_single_threaded`): the caller works
+    instead of waiting idle.
 
     A caller that is itself a pool worker uses the pool as it is (see the comment in the body); any
     other caller gets a pool with a worker per item (up to one per CPU). The caller waits only for items a worker has
@@ -128,6 +132,7 @@ def map_with_caller(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
     Args:
         function: work on one item; must not depend on the other items' results.
         items: the items (the caller takes the first).
+        num_threads: threads to use, the caller's included (default: one per item, up to one per CPU).
 
     Returns:
         The results in the order of ``items``.
@@ -135,7 +140,8 @@ def map_with_caller(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
     Raises:
         Exception: the first exception an item raised (after the items already started have ended).
     """
-    if len(items) <= 1 or (os.cpu_count() or 1) <= 1:
+    workers = min(len(items), os.cpu_count() or 1, num_threads or len(items))
+    if workers <= 1:
         return [function(item) for item in items]
     results: list[R | None] = [None] * len(items)
     errors: list[BaseException] = []
@@ -169,9 +175,8 @@ def map_with_caller(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
     # A pool worker never grows the pool: a new pool restores the thread count new threads start
     # with from the caller's own, and a worker's is one. If the caller is the pool's only worker,
     # the items all run on it (the helper finds none left).
-    workers = min(len(items), os.cpu_count() or 1)
     pool = _POOL
-    if pool is None or os.getpid() != _POOL_PID or not getattr(_THIS_THREAD, "is_worker", False):
+    if pool is None or not _on_a_worker():
         pool = _pool(workers)
     for _ in range(workers - 1):
         pool.submit(worker)
@@ -181,6 +186,11 @@ def map_with_caller(function: Callable[[T], R], items: Sequence[T]) -> list[R]:
     if errors:
         raise errors[0]
     return cast(list[R], results)
+
+
+def _on_a_worker() -> bool:
+    """Whether the calling thread is a pool worker (one intra-op thread) in the process that made the pool."""
+    return bool(getattr(_THIS_THREAD, "is_worker", False)) and _POOL is not None and os.getpid() == _POOL_PID
 
 
 def idle_threads_sleep() -> bool:

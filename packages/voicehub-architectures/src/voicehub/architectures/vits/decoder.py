@@ -420,15 +420,19 @@ class Generator(nn.Module):
         if config.speaker_channels:
             self.cond = PointwiseConv1d(config.speaker_channels, config.upsample_initial_channel, 1)
 
-    def forward(self, z: Tensor, g: Tensor | None, frame_lengths: Tensor | None = None) -> Tensor:
+    def forward(
+        self, z: Tensor, g: Tensor | None, frame_lengths: Tensor | None = None, threads: int | None = None
+    ) -> Tensor:
         """Decode latent frames; ``frame_lengths`` (batch,) masks the padding of a ragged batch.
 
-        One item of at least :data:`TILED_MIN_FRAMES` frames with two or more intra-op threads, when
-        idle OpenMP threads sleep (:func:`~voicehub.architectures.parallel.idle_threads_sleep`), is
-        decoded in time tiles on the pool (:meth:`_forward_tiled`); otherwise in one pass.
+        One item of at least :data:`TILED_MIN_FRAMES` frames with two or more ``threads`` (default:
+        the intra-op threads; a pool worker, which has one, passes the threads it may share the work
+        with), when idle OpenMP threads sleep
+        (:func:`~voicehub.architectures.parallel.idle_threads_sleep`), is decoded in time tiles on the
+        pool (:meth:`_forward_tiled`); otherwise in one pass.
         """
         if onednn_usable(z) and self._onednn_modules():
-            threads = torch.get_num_threads()
+            threads = torch.get_num_threads() if threads is None else threads
             if z.shape[0] == 1 and threads > 1 and z.shape[2] >= TILED_MIN_FRAMES and idle_threads_sleep():
                 return self._forward_tiled(z, g, frame_lengths, threads)
             return self._forward_onednn(z, g, frame_lengths)

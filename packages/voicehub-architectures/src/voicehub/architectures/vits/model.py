@@ -571,46 +571,54 @@ class VITSGenerator(nn.Module):
             (noise_scale, length_scale, noise_w),
             threads if split_item else 1,
         )
-        # One item's text side is over a thousand small operators in a row: one intra-op thread runs it
-        # as fast as two and leaves the other core free (see call_single_threaded), except for the text
-        # encoder's feed-forward layers, whose hidden channels it shares out (FeedForward.time_major).
-        prior = call_single_threaded(text_side) if split_item else text_side()
-        z_p, y_mask, durations, num_frames, g = prior.z_p, prior.y_mask, prior.durations, prior.num_frames, prior.g
-        max_frames = y_mask.shape[2]
-        padded_frames = _bucket(max_frames)  # for the decoder only: the flow costs nothing extra at a new length
-        hop = self.config.hop_length
-        num_samples = num_frames * hop
-        if frames_per_item is None:
-            frames_per_item = device.type == "cpu"
-        if frames_per_item and batch > 1 and threads > 1:
-            # Independent items: flow and decoder of each item on its own thread (see map_single_threaded).
-            audio = torch.zeros(batch, max_frames * hop, device=device)
-            counts = num_frames.tolist()
 
-            def synthesize_item(row: int) -> None:
-                count = counts[row]
-                g_row = g[row : row + 1] if g is not None else None
-                z_row = self.flow.inverse(z_p[row : row + 1, :, :count], y_mask[row : row + 1, :, :count], g_row)
-                audio[row, : count * hop] = self._decode_item(z_row, g_row)[0, : count * hop]
+        per_item = device.type == "cpu" if frames_per_item is None else frames_per_item
 
-            map_single_threaded(synthesize_item, sorted(range(batch), key=lambda row: -counts[row]), threads)
+        # A split item runs whole on one pool worker (one intra-op thread), which shares its parts with
+        # the other workers (map_with_caller): its text side, over a thousand small operators in a row
+        # that one intra-op thread runs as fast as two, except for the text encoder's feed-forward
+        # layers (FeedForward.time_major); then its flow and decoder in time pieces. The caller sleeps
+        # once instead of at every part, and the worker works instead of waiting for the others.
+        def synthesize() -> VITSOutput:
+            prior = text_side()
+            z_p, y_mask, durations, num_frames, g = prior.z_p, prior.y_mask, prior.durations, prior.num_frames, prior.g
+            max_frames = y_mask.shape[2]
+            padded_frames = _bucket(max_frames)  # for the decoder only: the flow costs nothing extra at a new length
+            hop = self.config.hop_length
+            num_samples = num_frames * hop
+            if per_item and batch > 1 and threads > 1:
+                # Independent items: flow and decoder of each item on its own thread (see map_single_threaded).
+                audio = torch.zeros(batch, max_frames * hop, device=device)
+                counts = num_frames.tolist()
+
+                def synthesize_item(row: int) -> None:
+                    count = counts[row]
+                    g_row = g[row : row + 1] if g is not None else None
+                    z_row = self.flow.inverse(z_p[row : row + 1, :, :count], y_mask[row : row + 1, :, :count], g_row)
+                    audio[row, : count * hop] = self._decode_item(z_row, g_row)[0, : count * hop]
+
+                map_single_threaded(synthesize_item, sorted(range(batch), key=lambda row: -counts[row]), threads)
+                return self._output(audio, num_samples, durations[:, :num_ids], lengths, num_frames)
+
+            if split_item and max_frames >= SPLIT_FLOW_MIN_FRAMES and self.flow.time_major_ready():
+                z = _pad_to(self.flow.inverse_in_pieces(z_p, y_mask, g, threads), padded_frames)  # one item: no padding
+            else:
+                z = _pad_to(self.flow.inverse(z_p, y_mask, g) * y_mask, padded_frames)
+            if per_item:
+                audio = torch.zeros(batch, max_frames * hop, device=device)
+                for row, count in enumerate(num_frames.tolist()):
+                    g_row = g[row : row + 1] if g is not None else None
+                    item = self._decode_item(z[row : row + 1, :, :count], g_row, threads if split_item else None)
+                    audio[row, : count * hop] = item[0, : count * hop]
+            else:
+                ragged = bool((num_frames != padded_frames).any())
+                audio = self.dec(z, g, num_frames if ragged else None, threads if split_item else None)
+                audio = audio[:, : max_frames * hop]
+                if ragged:
+                    audio = audio * sequence_mask(num_samples, audio.shape[1])[:, 0]
             return self._output(audio, num_samples, durations[:, :num_ids], lengths, num_frames)
 
-        if split_item and max_frames >= SPLIT_FLOW_MIN_FRAMES and self.flow.time_major_ready():
-            z = _pad_to(self.flow.inverse_in_pieces(z_p, y_mask, g, threads), padded_frames)  # one item: no padding
-        else:
-            z = _pad_to(self.flow.inverse(z_p, y_mask, g) * y_mask, padded_frames)
-        if frames_per_item:
-            audio = torch.zeros(batch, max_frames * hop, device=device)
-            for row, count in enumerate(num_frames.tolist()):
-                g_row = g[row : row + 1] if g is not None else None
-                audio[row, : count * hop] = self._decode_item(z[row : row + 1, :, :count], g_row)[0, : count * hop]
-        else:
-            ragged = bool((num_frames != padded_frames).any())
-            audio = self.dec(z, g, num_frames if ragged else None)[:, : max_frames * hop]
-            if ragged:
-                audio = audio * sequence_mask(num_samples, audio.shape[1])[:, 0]
-        return self._output(audio, num_samples, durations[:, :num_ids], lengths, num_frames)
+        return call_single_threaded(synthesize) if split_item else synthesize()
 
     def _prior(
         self,
@@ -722,13 +730,14 @@ class VITSGenerator(nn.Module):
             durations[row, : counts[row]] = out.durations[0]
         return self._output(waveform, num_samples, durations, lengths, num_frames)
 
-    def _decode_item(self, z: Tensor, g: Tensor | None) -> Tensor:
+    def _decode_item(self, z: Tensor, g: Tensor | None, threads: int | None = None) -> Tensor:
         """Decode one item's latent frames (1, C, T_y) at the bucketed length (see :data:`SHAPE_BUCKET`):
-        the waveform (1, >= T_y * hop_length), of which the first T_y * hop_length samples are the signal."""
+        the waveform (1, >= T_y * hop_length), of which the first T_y * hop_length samples are the signal.
+        ``threads``: see :meth:`~voicehub.architectures.vits.decoder.Generator.forward`."""
         count = z.shape[2]
         rounded = _bucket(count)
         lengths = torch.tensor([count], device=z.device) if rounded != count else None
-        waveform: Tensor = self.dec(_pad_to(z, rounded), g, lengths)
+        waveform: Tensor = self.dec(_pad_to(z, rounded), g, lengths, threads)
         return waveform
 
     def _output(
