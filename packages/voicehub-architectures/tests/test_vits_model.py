@@ -333,8 +333,9 @@ def test_one_item_uses_the_pool_only_when_idle_threads_sleep(
     voice: PiperVoice, policy: str | None, on_workers: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One sentence on two threads: its text side, flow pieces and decoder tiles run on the pool's
-    workers when idle OpenMP threads sleep; while they spin (libgomp's default, or ACTIVE) every part
-    stays on the caller's intra-op threads. The audio is the same either way."""
+    workers when idle OpenMP threads sleep (the whole item on one worker, which shares the pieces and
+    tiles with the second); while they spin (libgomp's default, or ACTIVE) every part stays on the
+    caller's intra-op threads. The audio is the same either way."""
     if policy is None:
         monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
         monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
@@ -363,6 +364,7 @@ def test_one_item_uses_the_pool_only_when_idle_threads_sleep(
     assert int(durations.sum()) >= SPLIT_FLOW_MIN_FRAMES  # long enough for flow pieces and decoder tiles
     on_pool = {part: all(name.startswith("voicehub-item") for name in names) for part, names in seen.items()}
     assert all(seen.values()) and on_pool == dict.fromkeys(seen, on_workers), seen
+    assert len(seen["flow"] | seen["decoder"]) == (2 if on_workers else 1), seen  # pieces shared by two workers
     alone, _ = _alone(model, SENTENCES[0], noise_scale=0.0, noise_w=0.0)  # one thread, one pass
     assert float((audio - alone).abs().max()) < 1e-4
 
