@@ -122,12 +122,11 @@ def map_with_caller(function: Callable[[T], R], items: Sequence[T], num_threads:
     instead of waiting idle.
 
     A caller that is itself a pool worker uses the pool as it is (see the comment in the body); any
-    other caller gets a pool with a worker per item (up to one per CPU). The caller waits only for items a worker has
-    started; an item no worker has taken by then runs on the caller. So a call made while every
-    worker is busy (two such callers on a two-worker pool, each waiting for the other's worker)
-    finishes on the caller instead of waiting forever.
-    The workers run in the caller's autograd mode. With one item or one CPU, everything runs on the
-    caller.
+    other caller gets a pool with a worker per item (up to one per CPU). The caller waits only for
+    items a worker has started; an item no worker has taken by then runs on the caller. So a call
+    made while every worker is busy (two such callers on a two-worker pool, each waiting for the
+    other's worker) finishes on the caller instead of waiting forever. The workers run in the
+    caller's autograd mode. With one item or one CPU, everything runs on the caller.
 
     Args:
         function: work on one item; must not depend on the other items' results.

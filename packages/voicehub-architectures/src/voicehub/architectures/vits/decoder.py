@@ -552,9 +552,9 @@ class Generator(nn.Module):
         side that has a neighbouring tile (none at the ends of the input, where the convolutions' zero
         padding is what the whole stage sees there too), runs the upsampling and the residual blocks
         on that, and keeps the samples whose inputs all lay inside: the same arithmetic as the whole
-        stage. Per stage the
-        threads wake once instead of once per operator; on a shared or virtualized CPU a sleeping
-        OpenMP thread takes a fraction of a millisecond to wake, paid at each of ~55 operators.
+        stage. Per stage the threads wake once instead of once per operator; on a shared or
+        virtualized CPU a sleeping OpenMP thread takes a fraction of a millisecond to wake, paid at
+        each of ~55 operators.
         """
         valid = int(frame_lengths[0]) if frame_lengths is not None else z.shape[2]
         tile = -(-valid // threads)

@@ -137,7 +137,9 @@ def time_major_conv1d(
     Returns:
         float (T, C_out), or (T, channels in ``outputs``).
     """
-    taps = [tap[inputs, outputs] for tap in _taps(conv)]  # views: BLAS reads the slices in place
+    taps = _taps(conv)
+    if inputs != slice(None) or outputs != slice(None):
+        taps = [tap[inputs, outputs] for tap in taps]  # views: BLAS reads the slices in place
     length, dilation = x.shape[0], conv.dilation[0]
     padded = F.pad(x, (0, 0, left, right))
     if conv.bias is None or not bias:

@@ -149,9 +149,9 @@ class RelativeSelfAttention(nn.Module):
 
     def _time_major_qkv(self) -> tuple[Tensor, Tensor]:
         """The q, k and v layers' weights stacked into one (3 C, C) matrix and their biases (3 C,) (a
-        missing bias reads as zeros). Kept between calls (:class:`~voicehub.architectures.vits.layers.DerivedWeights`).
-        The query's 1/sqrt(head_channels) is applied after the product, as in :meth:`forward`: folded
-        into the weights, it rounded differently: a batch then differed from its items one by one by up
+        missing bias reads as zeros), kept between calls (:class:`DerivedWeights`). The query's
+        1/sqrt(head_channels) is applied after the product, as in :meth:`forward`: folded into the
+        weights, it rounded differently, and a batch then differed from its items one by one by up
         to 1.3e-4 per sample instead of 9.1e-5."""
         convs = (self.conv_q, self.conv_k, self.conv_v)
         sources = [p for conv in convs for p in (conv.weight, conv.bias) if p is not None]
@@ -517,10 +517,11 @@ class VITSGenerator(nn.Module):
                 thread, and otherwise each item's flow and decoder run on their own thread (one
                 intra-op thread each; see :func:`~voicehub.architectures.parallel.map_single_threaded`).
                 One item, when idle OpenMP threads sleep
-                (:func:`~voicehub.architectures.parallel.idle_threads_sleep`), runs its text side on one
-                worker thread, then its flow (coupling by coupling) and its decoder stages as time
-                pieces, one per thread; otherwise on the intra-op threads. ``False`` keeps the batch
-                together on every device.
+                (:func:`~voicehub.architectures.parallel.idle_threads_sleep`), runs whole on one
+                worker thread, which shares its text encoder's feed-forward layers (by hidden
+                channels), its flow (coupling by coupling) and its decoder stages (as time pieces)
+                with the other workers, one piece per thread; otherwise on the intra-op threads.
+                ``False`` keeps the batch together on every device.
 
         Returns:
             :class:`VITSOutput` with the waveform, lengths and per-phoneme durations.
