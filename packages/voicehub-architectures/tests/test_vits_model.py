@@ -432,6 +432,34 @@ def test_concurrent_calls_on_one_model_keep_their_own_audio(voice: PiperVoice) -
         assert torch.equal(_alone(copied, SENTENCES[0], noise_scale=0.0, noise_w=0.0)[0], alone[0])
 
 
+def test_concurrent_split_calls_keep_their_own_audio(voice: PiperVoice, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With sleeping idle threads and two intra-op threads each sentence runs whole on a pool worker
+    that shares its pieces with the other worker. Three threads synthesizing at once (more callers
+    than workers, so a caller's helper is often busy and the caller runs the piece itself) each get,
+    to the bit, what the sentence gives alone on that path, and nothing waits forever."""
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    model = voice.model
+    mismatches: list[int] = []
+
+    def worker(index: int) -> None:
+        torch.set_num_threads(2)
+        for _ in range(2):
+            if not torch.equal(_alone(model, SENTENCES[index], noise_scale=0.0, noise_w=0.0)[0], alone[index]):
+                mismatches.append(index)
+
+    with _two_threads():
+        alone = [_alone(model, ids, noise_scale=0.0, noise_w=0.0)[0] for ids in SENTENCES[:2]]
+        threads = [threading.Thread(target=worker, args=(i % 2,)) for i in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a split call waited forever"
+    assert mismatches == []
+    one_thread, _ = _alone(model, SENTENCES[0], noise_scale=0.0, noise_w=0.0)
+    assert float((alone[0] - one_thread).abs().max()) < BATCH_TOLERANCE
+
+
 def test_same_seed_same_audio_other_seed_other_audio(voice: PiperVoice) -> None:
     first, _ = _alone(voice.model, SENTENCES[1], generator=torch.Generator().manual_seed(3))
     again, _ = _alone(voice.model, SENTENCES[1], generator=torch.Generator().manual_seed(3))
