@@ -11,7 +11,8 @@ docs/tts.md): one thread 190-240 ms per item; two items on two threads 190-250 m
 The items run on a process-wide pool of worker threads that each set one intra-op thread once,
 when the pool starts (``torch.set_num_threads`` sets the calling thread's OpenMP team size and MKL
 thread count, and also the count threads created later start with: the pool restores that default
-before it is used, so the caller's and other threads' settings never change). The caller waits.
+before it is used, so the caller's and other threads' settings never change). The caller waits,
+except when it is itself a pool worker (:func:`map_with_caller`): then it takes items too.
 """
 
 from __future__ import annotations
