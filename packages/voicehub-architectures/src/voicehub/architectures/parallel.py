@@ -21,7 +21,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 import torch
 
@@ -143,35 +143,7 @@ def map_with_caller(function: Callable[[T], R], items: Sequence[T], num_threads:
     workers = min(len(items), os.cpu_count() or 1, num_threads or len(items))
     if workers <= 1:
         return [function(item) for item in items]
-    results: list[R | None] = [None] * len(items)
-    errors: list[BaseException] = []
-    done = threading.Condition()
-    next_index = 0
-    running = 0
-    inference = torch.is_inference_mode_enabled()
-    grad = torch.is_grad_enabled()
-
-    def drain() -> None:
-        nonlocal next_index, running
-        while True:
-            with done:
-                if errors or next_index >= len(items):
-                    return
-                index, next_index, running = next_index, next_index + 1, running + 1
-            try:
-                results[index] = function(items[index])
-            except BaseException as err:  # handed to the caller below
-                with done:
-                    errors.append(err)
-            finally:
-                with done:
-                    running -= 1
-                    done.notify_all()
-
-    def worker() -> None:
-        with torch.inference_mode(inference), torch.set_grad_enabled(grad and not inference):
-            drain()
-
+    shared = _Shared(function, items)
     # A pool worker never grows the pool: a new pool restores the thread count new threads start
     # with from the caller's own, and a worker's is one. If the caller is the pool's only worker,
     # the items all run on it (the helper finds none left).
@@ -179,13 +151,9 @@ def map_with_caller(function: Callable[[T], R], items: Sequence[T], num_threads:
     if pool is None or not _on_a_worker():
         pool = _pool(workers)
     for _ in range(workers - 1):
-        pool.submit(worker)
-    drain()
-    with done:
-        done.wait_for(lambda: running == 0)
-    if errors:
-        raise errors[0]
-    return cast(list[R], results)
+        pool.submit(shared.work)
+    shared.drain()
+    return shared.results()
 
 
 def _on_a_worker() -> bool:
@@ -208,42 +176,72 @@ def idle_threads_sleep() -> bool:
     return policy == "PASSIVE" or os.environ.get("GOMP_SPINCOUNT", "").strip() == "0"
 
 
+class _Shared(Generic[T, R]):
+    """The items of one call, taken in turn by every thread that drains them (workers and, for
+    :func:`map_with_caller`, the caller); a worker runs them in the caller's autograd mode."""
+
+    def __init__(self, function: Callable[[T], R], items: Sequence[T]) -> None:
+        self.function, self.items = function, items
+        self.outputs: list[R | None] = [None] * len(items)
+        self.errors: list[BaseException] = []
+        self.changed = threading.Condition()
+        self.next_index = 0
+        self.running = 0
+        self.inference = torch.is_inference_mode_enabled()
+        self.grad = torch.is_grad_enabled()
+
+    def drain(self) -> None:
+        """Run items until none is left or one has failed."""
+        while True:
+            with self.changed:
+                if self.errors or self.next_index >= len(self.items):
+                    return
+                index, self.next_index = self.next_index, self.next_index + 1
+                self.running += 1
+            try:
+                self.outputs[index] = self.function(self.items[index])
+            except BaseException as err:  # handed to the caller by results()
+                self.stop(err)
+            finally:
+                with self.changed:
+                    self.running -= 1
+                    self.changed.notify_all()
+
+    def work(self) -> None:
+        """:meth:`drain` on a pool worker, in the caller's autograd mode."""
+        with torch.inference_mode(self.inference), torch.set_grad_enabled(self.grad and not self.inference):
+            self.drain()
+
+    def stop(self, err: BaseException) -> None:
+        """Record ``err``; no thread takes another item."""
+        with self.changed:
+            self.errors.append(err)
+
+    def results(self) -> list[R]:
+        """The outputs in the order of the items, once every started item has ended.
+
+        Raises:
+            Exception: the first exception recorded.
+        """
+        with self.changed:
+            self.changed.wait_for(lambda: self.running == 0)
+        if self.errors:
+            raise self.errors[0]
+        return cast(list[R], self.outputs)
+
+
 def _on_pool(function: Callable[[T], R], items: Sequence[T], workers: int, pool_size: int) -> list[R]:
     """:func:`map_single_threaded` on ``workers`` threads of the pool, which gets at least ``pool_size`` workers."""
-    results: list[R | None] = [None] * len(items)
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-    next_index = 0
-    inference = torch.is_inference_mode_enabled()
-    grad = torch.is_grad_enabled()
-
-    def drain() -> None:
-        nonlocal next_index
-        with torch.inference_mode(inference), torch.set_grad_enabled(grad and not inference):
-            while True:
-                with lock:
-                    if errors or next_index >= len(items):
-                        return
-                    index, next_index = next_index, next_index + 1
-                try:
-                    results[index] = function(items[index])
-                except BaseException as err:  # handed to the caller below
-                    with lock:
-                        errors.append(err)
-                    return
-
+    shared = _Shared(function, items)
     pool = _pool(pool_size)
-    futures = [pool.submit(drain) for _ in range(workers)]
+    futures = [pool.submit(shared.work) for _ in range(workers)]
     try:
         for future in futures:
             future.result()
     except BaseException as err:  # e.g. KeyboardInterrupt while waiting: the workers take no more items
-        with lock:
-            errors.append(err)
+        shared.stop(err)
         raise
-    if errors:
-        raise errors[0]
-    return cast(list[R], results)
+    return shared.results()
 
 
 __all__ = ["call_single_threaded", "idle_threads_sleep", "map_single_threaded", "map_with_caller"]

@@ -574,6 +574,7 @@ class VITSGenerator(nn.Module):
         )
 
         per_item = device.type == "cpu" if frames_per_item is None else frames_per_item
+        decoder_threads = threads if split_item else None  # a worker's own count is one
 
         # A split item runs whole on one pool worker (one intra-op thread), which shares its parts with
         # the other workers (map_with_caller): its text side, over a thousand small operators in a row
@@ -609,11 +610,11 @@ class VITSGenerator(nn.Module):
                 audio = torch.zeros(batch, max_frames * hop, device=device)
                 for row, count in enumerate(num_frames.tolist()):
                     g_row = g[row : row + 1] if g is not None else None
-                    item = self._decode_item(z[row : row + 1, :, :count], g_row, threads if split_item else None)
+                    item = self._decode_item(z[row : row + 1, :, :count], g_row, decoder_threads)
                     audio[row, : count * hop] = item[0, : count * hop]
             else:
                 ragged = bool((num_frames != padded_frames).any())
-                audio = self.dec(z, g, num_frames if ragged else None, threads if split_item else None)
+                audio = self.dec(z, g, num_frames if ragged else None, decoder_threads)
                 audio = audio[:, : max_frames * hop]
                 if ragged:
                     audio = audio * sequence_mask(num_samples, audio.shape[1])[:, 0]
