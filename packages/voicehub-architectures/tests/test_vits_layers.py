@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from voicehub.architectures.vits import PiperVoice, load_piper_voice
+from voicehub.architectures.vits import flow as flow_module
 from voicehub.architectures.vits.decoder import (
     PACKED_VARIANTS_KEPT,
     POLYPHASE_BLOCK,
@@ -26,8 +27,17 @@ from voicehub.architectures.vits.decoder import (
     TimeConvTranspose1d,
 )
 from voicehub.architectures.vits.duration import DDSConv, StochasticDurationPredictor
+from voicehub.architectures.vits.encoder import ONEDNN_FEED_FORWARD_MIN_ROWS
 from voicehub.architectures.vits.flow import WaveNet
-from voicehub.architectures.vits.layers import DerivedWeights, PointwiseConv1d, depthwise_conv1d, depthwise_ready
+from voicehub.architectures.vits.layers import (
+    DerivedWeights,
+    PointwiseConv1d,
+    bucket_rows,
+    depthwise_conv1d,
+    depthwise_ready,
+    onednn_conv1d_rows,
+    onednn_linear,
+)
 
 VOICE = Path(
     str(
@@ -292,27 +302,63 @@ def test_transposed_upsampling_honours_output_size() -> None:
             layer(x, output_size=[340])
 
 
-@pytest.mark.parametrize("signal", [80, 64])
-def test_one_item_flow_time_major_equals_channel_major_with_and_without_padding(voice: PiperVoice, signal: int) -> None:
+@pytest.mark.parametrize(("frames", "signal"), [(80, 80), (80, 64), (77, 77), (77, 70)])
+def test_one_item_flow_time_major_equals_channel_major_with_and_without_padding(
+    voice: PiperVoice, frames: int, signal: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The whole flow of one item: time-major without autograd (no mask multiplies when every frame
-    is signal) equals the channel-major couplings with autograd, also for a padded item."""
+    is signal; 77 frames run as 80 rows in oneDNN, the last three masked) equals the channel-major
+    couplings with autograd, also for a padded item."""
     flow = voice.model.flow
-    z = torch.randn(1, 192, 80, generator=torch.Generator().manual_seed(signal))
-    mask = (torch.arange(80) < signal).float()[None, None]
+    z = torch.randn(1, 192, frames, generator=torch.Generator().manual_seed(signal))
+    mask = (torch.arange(frames) < signal).float()[None, None]
+    calls: list[int] = []
+
+    def counted(x: torch.Tensor, *args: object) -> torch.Tensor:
+        calls.append(x.shape[0])
+        return onednn_linear(x, *args)  # type: ignore[arg-type]
+
     with torch.enable_grad():
         plain = flow.inverse(z * mask, mask, None).detach()
+    monkeypatch.setattr(flow_module, "onednn_linear", counted)
     with torch.no_grad():
         fast = flow.inverse(z * mask, mask, None)
+    assert fast.shape == plain.shape == (1, 192, frames)
     assert float((fast - plain).abs().max()) < 1e-4 and float(plain.abs().max()) > 1.0
     assert int(torch.count_nonzero(fast[:, :, signal:])) == 0  # the padding stays zero
+    assert calls == [(frames + 7) // 8 * 8] * 32  # 4 couplings x 4 layers x 2 products, in oneDNN
 
 
-@pytest.mark.parametrize("length", [1, 4, 5, 9, 61])
+@pytest.mark.parametrize(("dilation", "activation"), [(1, "relu"), (2, "none")])
+def test_onednn_conv1d_over_bucketed_rows_equals_conv1d(voice: PiperVoice, dilation: int, activation: str) -> None:
+    """A convolution of one time-major item as one oneDNN product over rows rounded up to a multiple
+    of 8: its first T rows equal ``conv1d`` with the same zero padding (and the fused ReLU), the rows
+    beyond are the convolution over zero frames, and a changed weight is packed again."""
+    conv = copy.deepcopy(voice.model.enc_p.encoder.ffn_layers[0].conv_1)  # 192 -> 768, k = 3
+    conv.dilation = (dilation,)
+    x = torch.randn(61, 192, generator=torch.Generator().manual_seed(dilation)) * 2
+    rows = bucket_rows(61)
+    assert rows == 64
+    with torch.no_grad():
+        plain = F.conv1d(
+            F.pad(x.t()[None], (dilation, dilation + rows - 61)), conv.weight, conv.bias, dilation=dilation
+        )
+        plain = plain[0].t().relu() if activation == "relu" else plain[0].t()
+        fast = onednn_conv1d_rows(conv, x, dilation, dilation, rows, activation)
+        conv.weight.mul_(-1)
+        changed = onednn_conv1d_rows(conv, x, dilation, dilation, rows, activation)
+    assert fast.shape == (64, 768)
+    assert float((fast - plain).abs().max()) < 1e-4 and float(plain.abs().max()) > 1.0
+    assert float((changed - fast).abs().max()) > 1.0
+
+
+@pytest.mark.parametrize("length", [1, 4, 5, 9, 56, 61, 100])
 def test_one_item_text_encoder_time_major_equals_channel_major(voice: PiperVoice, length: int) -> None:
     """One unpadded item without autograd runs the text encoder time-major (stacked q/k/v product, the
     relative terms on a strided band, LayerNorm over contiguous channels); it equals the channel-major
-    layers with autograd, for lengths below, at and beyond the relative window (w = 4) on both sides.
-    A padded item keeps the masked path and gives the same values over its ids."""
+    layers with autograd, for lengths below, at and beyond the relative window (w = 4) on both sides,
+    and from 56 ids on with the feed-forward in oneDNN over rows rounded up to a multiple of 8. A
+    padded item keeps the masked path and gives the same values over its ids."""
     encoder = voice.model.enc_p.encoder
     assert encoder.time_major_ready()
     x = torch.randn(1, 192, length, generator=torch.Generator().manual_seed(length)) * 3
@@ -327,6 +373,8 @@ def test_one_item_text_encoder_time_major_equals_channel_major(voice: PiperVoice
     assert float((padded[:, :, :length] - plain).abs().max()) < 1e-4
     assert int(torch.count_nonzero(padded[:, :, length:])) == 0
     assert isinstance(encoder.attn_layers[0].__dict__["_stacked_qkv"], DerivedWeights)
+    onednn = "_onednn_taps" in encoder.ffn_layers[-1].conv_2.__dict__
+    assert onednn == (length >= ONEDNN_FEED_FORWARD_MIN_ROWS)
 
 
 def test_text_encoder_time_major_follows_a_changed_weight_and_is_refused_for_other_layers(voice: PiperVoice) -> None:

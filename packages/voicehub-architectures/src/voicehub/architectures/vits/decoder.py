@@ -28,7 +28,7 @@ from torch import Tensor, nn
 
 from voicehub.architectures.parallel import idle_threads_sleep, map_single_threaded
 from voicehub.architectures.vits.config import VITSConfig
-from voicehub.architectures.vits.layers import PointwiseConv1d, sequence_mask
+from voicehub.architectures.vits.layers import PointwiseConv1d, onednn_usable, sequence_mask
 
 LRELU_SLOPE = 0.1
 """Leaky-ReLU slope inside the HiFi-GAN decoder (the last activation uses PyTorch's default 0.01)."""
@@ -56,18 +56,6 @@ WORKSPACE_MAX_BYTES = 32 * 2**20
 stage of a ~11 s sentence at 22 kHz). A fresh buffer costs its first touch in page faults on every
 call (~2 ms per 8 MB measured, ~8 % of a sentence's decoder time); ONNX Runtime keeps its buffers
 in an arena for the same reason. Longer sentences get fresh buffers."""
-
-
-def onednn_usable(x: Tensor) -> bool:
-    """Whether the oneDNN inference path can run on ``x``: float32 on the CPU, no autograd, not traced."""
-    return (
-        x.device.type == "cpu"
-        and x.dtype == torch.float32
-        and not torch.is_grad_enabled()
-        and bool(torch.backends.mkldnn.is_available())  # type: ignore[no-untyped-call]
-        and bool(torch._C._get_mkldnn_enabled())
-        and not torch.compiler.is_compiling()
-    )
 
 
 class _PackedWeight:
@@ -624,5 +612,4 @@ __all__ = [
     "ResBlock",
     "TimeConv1d",
     "TimeConvTranspose1d",
-    "onednn_usable",
 ]

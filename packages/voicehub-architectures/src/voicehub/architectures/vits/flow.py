@@ -8,11 +8,15 @@ Inference of one item without autograd runs time-major (:meth:`ResidualCouplingB
 activations are (T, C) matrices, every k-tap convolution is one matrix product of the (T, k * C)
 rows of the padded input with the weight's taps stacked (k * C_in, C_out), and 1x1 convolutions
 are ``linear``. The rearranged weights are kept (rebuilt when a weight changes; see
-:meth:`WaveNet.time_major`). The result equals the channel-major path up to float rounding.
+:meth:`WaveNet.time_major`). On the CPU in float32 (:func:`~voicehub.architectures.vits.layers.onednn_usable`)
+the WaveNet's products run in oneDNN (:func:`~voicehub.architectures.vits.layers.onednn_linear`, the
+gate's sigmoid fused) on a row count rounded up to a multiple of 8, the extra rows masked as padding.
+The result equals the channel-major path up to float rounding.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from typing import cast
@@ -23,7 +27,39 @@ from torch import Tensor, nn
 
 from voicehub.architectures.parallel import map_single_threaded
 from voicehub.architectures.vits.config import VITSConfig
-from voicehub.architectures.vits.layers import DerivedWeights, PointwiseConv1d, time_major_ready
+from voicehub.architectures.vits.layers import (
+    DerivedWeights,
+    PointwiseConv1d,
+    bucket_rows,
+    onednn_linear,
+    onednn_usable,
+    pack_linear_weight,
+    time_major_ready,
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _TimeMajorLayer:
+    """One WaveNet layer's weights for :meth:`WaveNet.time_major`.
+
+    Attributes:
+        stacked: the in-layer's k taps stacked, (k * C, 2 C); row j * C + c is tap j, channel c.
+        bias: the in-layer's bias (2 C,) or None.
+        res_weight: the 1x1 res/skip layer's (C_out, C) weight.
+        res_bias: its bias (C_out,) or None.
+        packed: ``stacked`` transposed and packed for oneDNN, or None without oneDNN.
+        res_packed: ``res_weight`` packed for oneDNN, or None without oneDNN.
+
+    The first C outputs of the in-layer (the tanh half) are scaled by -2 in ``stacked``, ``bias`` and
+    ``packed`` (see :meth:`WaveNet.time_major`).
+    """
+
+    stacked: Tensor
+    bias: Tensor | None
+    res_weight: Tensor
+    res_bias: Tensor | None
+    packed: Tensor | None
+    res_packed: Tensor | None
 
 
 class WaveNet(nn.Module):
@@ -72,59 +108,79 @@ class WaveNet(nn.Module):
             isinstance(layer, PointwiseConv1d) for layer in self.res_skip_layers
         )
 
-    def _time_major_layers(self) -> list[tuple[Tensor, Tensor | None, Tensor, Tensor | None]]:
-        """Per layer, for :meth:`time_major`: the in-layer's k taps stacked into one (k * C, 2 C) matrix
-        and its bias, both with the first C outputs (the tanh half) times -2, and the 1x1 res/skip
-        layer's (C_out, C) weight and bias. Kept between calls (:class:`DerivedWeights`)."""
+    def _time_major_layers(self) -> list[_TimeMajorLayer]:
+        """Per layer, the weights of :meth:`time_major`, kept between calls (:class:`DerivedWeights`)."""
         convs = [cast(nn.Conv1d, layer) for layer in self.in_layers]
         res_skips = [cast(PointwiseConv1d, layer) for layer in self.res_skip_layers]
         sources = [p for m in (*convs, *res_skips) for p in (m.weight, m.bias) if p is not None]
 
-        def build() -> list[tuple[Tensor, Tensor | None, Tensor, Tensor | None]]:
+        def build() -> list[_TimeMajorLayer]:
             layers = []
             for conv, res_skip in zip(convs, res_skips, strict=True):
-                weight = conv.weight.detach()  # (2 C, C, k); row j * C + c of ``stacked``: tap j, channel c
+                weight = conv.weight.detach()  # (2 C, C, k)
                 stacked = weight.permute(2, 1, 0).reshape(-1, weight.shape[0]).clone()
                 stacked[:, : self.channels] *= -2
                 bias = None if conv.bias is None else conv.bias.detach().clone()
                 if bias is not None:
                     bias[: self.channels] *= -2
-                rs_bias = None if res_skip.bias is None else res_skip.bias.detach()
-                layers.append((stacked, bias, res_skip.weight.detach()[:, :, 0].contiguous(), rs_bias))
+                res_weight = res_skip.weight.detach()[:, :, 0].contiguous()
+                layers.append(
+                    _TimeMajorLayer(
+                        stacked=stacked,
+                        bias=bias,
+                        res_weight=res_weight,
+                        res_bias=None if res_skip.bias is None else res_skip.bias.detach(),
+                        packed=pack_linear_weight(stacked.t()),
+                        res_packed=pack_linear_weight(res_weight),
+                    )
+                )
             return layers
 
         return DerivedWeights.of(self, "_time_major_weights").get(sources, build)
+
+    def _gate_bias(self, layer: _TimeMajorLayer, cond: Tensor | None, index: int) -> Tensor | None:
+        """The in-layer's bias plus layer ``index``'s slice of ``cond`` (1, 2 C L), its tanh half times -2:
+        the condition is one vector per item, so it is a bias of the product."""
+        if cond is None:
+            return layer.bias
+        channels = self.channels
+        piece = cond[0, 2 * channels * index : 2 * channels * (index + 1)].clone()
+        piece[:channels] *= -2
+        return piece if layer.bias is None else piece.add_(layer.bias)
 
     def time_major(self, x: Tensor, mask: Tensor | None, cond: Tensor | None) -> Tensor:
         """:meth:`forward` of one item, time-major: ``x`` (T, C), ``mask`` (T, 1) or None for no
         padding, ``cond`` (1, 2 C L) or None.
 
         Each in-layer is one matrix product of the (T, k * C) rows of the padded input (im2col) with
-        its stacked taps. The gate ``tanh(a) * sigmoid(b)`` is computed as ``s_b - 2 s_a s_b`` (one
-        ``addcmul``) with ``s_a = sigmoid(-2 a)``, ``s_b = sigmoid(b)``, since tanh(a) = 1 - 2
-        sigmoid(-2 a); the factor -2 is folded into the weights. One sigmoid over all 2 C channels
-        replaces a tanh (~3x slower per element here), a sigmoid and a product. Equal to
-        :meth:`forward` up to float rounding.
+        its stacked taps, the condition added to its bias (:meth:`_gate_bias`). The gate ``tanh(a) *
+        sigmoid(b)`` is computed as ``s_b - 2 s_a s_b`` (one ``addcmul``) with ``s_a = sigmoid(-2 a)``,
+        ``s_b = sigmoid(b)``, since tanh(a) = 1 - 2 sigmoid(-2 a); the factor -2 is folded into the
+        weights. One sigmoid over all 2 C channels replaces a tanh (~3x slower per element here), a
+        sigmoid and a product; on the oneDNN path (:func:`onednn_usable`) it is fused into the
+        product. Equal to :meth:`forward` up to float rounding.
         """
         channels, length = self.channels, x.shape[0]
+        onednn = onednn_usable(x)
         output: Tensor | None = None
         last = len(self.in_layers) - 1
-        for i, (in_module, (stacked, bias, res_weight, res_bias)) in enumerate(
-            zip(self.in_layers, self._time_major_layers(), strict=True)
-        ):
+        for i, (in_module, layer) in enumerate(zip(self.in_layers, self._time_major_layers(), strict=True)):
             in_layer = cast(nn.Conv1d, in_module)
             pad, dilation, taps = int(in_layer.padding[0]), in_layer.dilation[0], in_layer.kernel_size[0]
             padded = F.pad(x, (0, 0, pad, pad)).contiguous()  # the row strides below assume it
             # Rows t .. t + (k - 1) d of the padded input, side by side: one (T, k * C) matrix.
             columns = padded.as_strided((length, taps, channels), (channels, dilation * channels, 1))
             columns = columns.reshape(length, taps * channels)
-            x_in = torch.mm(columns, stacked) if bias is None else torch.addmm(bias, columns, stacked)
-            if cond is not None:
-                x_in[:, :channels].add_(cond[:, 2 * channels * i : 2 * channels * i + channels], alpha=-2)
-                x_in[:, channels:].add_(cond[:, 2 * channels * i + channels : 2 * channels * (i + 1)])
-            gates = x_in.sigmoid_()
-            acts = torch.addcmul(gates[:, channels:], gates[:, :channels], gates[:, channels:], value=-2)
-            res_skip_acts = F.linear(acts, res_weight, res_bias)
+            bias = self._gate_bias(layer, cond, i)
+            if onednn and layer.packed is not None and layer.res_packed is not None:
+                gates = onednn_linear(columns, layer.packed, bias, "sigmoid")
+                acts = torch.addcmul(gates[:, channels:], gates[:, :channels], gates[:, channels:], value=-2)
+                res_skip_acts = onednn_linear(acts, layer.res_packed, layer.res_bias)
+            else:
+                x_in = torch.mm(columns, layer.stacked) if bias is None else torch.addmm(bias, columns, layer.stacked)
+                gates = x_in.sigmoid_()
+                acts = torch.addcmul(gates[:, channels:], gates[:, :channels], gates[:, channels:], value=-2)
+                res_skip_acts = F.linear(acts, layer.res_weight, layer.res_bias)
             skip = res_skip_acts[:, channels:] if i < last else res_skip_acts
             if i < last:
                 x = x + res_skip_acts[:, :channels]
@@ -176,14 +232,24 @@ class ResidualCouplingLayer(nn.Module):
 
     def inverse_time_major(self, x: Tensor, mask: Tensor | None, cond: Tensor | None) -> Tensor:
         """:meth:`inverse` of one item, time-major: ``x`` (T, C), ``mask`` (T, 1) or None for no
-        padding, ``cond`` as in :meth:`WaveNet.time_major`."""
+        padding, ``cond`` as in :meth:`WaveNet.time_major`.
+
+        On the oneDNN path the rows are padded to :func:`~voicehub.architectures.vits.layers.bucket_rows`
+        and the extra rows masked, as a padded item's: the WaveNet's products then repeat their
+        shapes between sentences of similar length (see
+        :data:`~voicehub.architectures.vits.layers.ONEDNN_ROW_BUCKET`)."""
+        length = x.shape[0]
+        rows = bucket_rows(length) if onednn_usable(x) else length
+        if rows != length:
+            x = F.pad(x, (0, 0, 0, rows - length))
+            mask = F.pad(x.new_ones(length, 1) if mask is None else mask, (0, 0, 0, rows - length))
         x0, x1 = x[:, : self.half_channels], x[:, self.half_channels :]
         hidden = F.linear(x0, self.pre.weight[:, :, 0], self.pre.bias)
         if mask is not None:
             hidden = hidden.mul_(mask)
         mean = F.linear(self.enc.time_major(hidden, mask, cond), self.post.weight[:, :, 0], self.post.bias)
         shifted = x1 - mean  # masked once below: (x1 - mean * m) * m = (x1 - mean) * m for a 0/1 mask
-        return torch.cat([x0, shifted if mask is None else shifted.mul_(mask)], 1)
+        return torch.cat([x0, shifted if mask is None else shifted.mul_(mask)], 1)[:length]
 
 
 def _time_major_mask(y_mask: Tensor) -> Tensor | None:

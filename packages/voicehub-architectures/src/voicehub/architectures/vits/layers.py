@@ -13,6 +13,59 @@ from torch import Tensor, nn
 
 T = TypeVar("T")
 
+ONEDNN_ROW_BUCKET = 8
+"""Rows: a time-major product on the oneDNN path (:func:`onednn_linear`) runs on a row count rounded
+up to a multiple of this (:func:`bucket_rows`). oneDNN builds a kernel per input shape (0.6-1 ms for a
+(T, 960) x (960, 384) product, several per coupling of the flow), and a sentence's length depends on
+its noise; rounded lengths repeat from call to call, for at most 7 rows of extra work."""
+
+
+def onednn_usable(x: Tensor) -> bool:
+    """Whether the oneDNN inference path can run on ``x``: float32 on the CPU, no autograd, not traced."""
+    return (
+        x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and not torch.is_grad_enabled()
+        and bool(torch.backends.mkldnn.is_available())  # type: ignore[no-untyped-call]
+        and bool(torch._C._get_mkldnn_enabled())
+        and not torch.compiler.is_compiling()
+    )
+
+
+def pack_linear_weight(weight: Tensor) -> Tensor | None:
+    """``weight`` (C_out, C_in) reordered for :func:`onednn_linear` (kept by the caller, e.g. in a
+    :class:`DerivedWeights`), or None where PyTorch has no oneDNN."""
+    if not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
+        return None
+    packed: Tensor = torch.ops.mkldnn._reorder_linear_weight(weight.detach().contiguous())
+    return packed
+
+
+def onednn_linear(x: Tensor, packed: Tensor, bias: Tensor | None, activation: str = "none") -> Tensor:
+    """``activation(F.linear(x, weight, bias))`` by oneDNN, ``packed`` from :func:`pack_linear_weight`.
+
+    On this AVX-512 AMD CPU, oneDNN's matrix products run 20-30 % faster on two threads than the
+    MKL ones behind ``torch.mm`` (e.g. 0.56 against 0.73 ms for the flow's (164, 960) x (960, 384)),
+    and ~10 % on one; the activation ("none", "relu", "sigmoid", "tanh") is fused into the product.
+
+    Args:
+        x: float (rows, C_in), :func:`onednn_usable`; round ``rows`` with :func:`bucket_rows` where
+            it varies from call to call.
+        packed: the packed (C_out, C_in) weight.
+        bias: float (C_out,) or None.
+        activation: the element-wise function applied to the product.
+
+    Returns:
+        float (rows, C_out), a new tensor.
+    """
+    out: Tensor = torch.ops.mkldnn._linear_pointwise(x, packed, bias, activation, [], "")
+    return out
+
+
+def bucket_rows(rows: int) -> int:
+    """``rows`` rounded up to a multiple of :data:`ONEDNN_ROW_BUCKET`."""
+    return -(-rows // ONEDNN_ROW_BUCKET) * ONEDNN_ROW_BUCKET
+
 
 def sequence_mask(lengths: Tensor, max_length: int) -> Tensor:
     """Float mask (batch, 1, max_length): 1 inside each sequence, 0 in its padding."""
@@ -151,6 +204,43 @@ def time_major_conv1d(
     return out
 
 
+def onednn_conv1d_rows(
+    conv: nn.Conv1d, x: Tensor, left: int, right: int, rows: int, activation: str = "none"
+) -> Tensor:
+    """:func:`time_major_conv1d` on the oneDNN path (:func:`onednn_usable`), for ``rows`` output rows.
+
+    One product (:func:`onednn_linear`, ``activation`` fused) of the (rows, k * C_in) rows of the
+    zero-padded input with the k taps packed side by side, (C_out, k * C_in), kept between calls
+    (:class:`DerivedWeights`). Without dilation the rows are overlapping views of the padded input
+    (no im2col copy).
+
+    Args:
+        conv: the convolution (plain, stride 1, one group: :func:`time_major_ready`).
+        x: float (T, C_in), T <= ``rows``.
+        left: zero frames before ``x``; ``left + right`` must be ``dilation * (k - 1)``.
+        right: zero frames after ``x`` (more follow up to ``rows``).
+        rows: output rows to compute (:func:`bucket_rows` of T, so that shapes repeat).
+        activation: as in :func:`onednn_linear`.
+
+    Returns:
+        float (rows, C_out); rows T and beyond are the convolution over the zero frames, not zeros.
+
+    Raises:
+        RuntimeError: where PyTorch has no oneDNN (check :func:`onednn_usable` first).
+    """
+    weight = conv.weight.detach()
+    out_channels, in_channels, taps = weight.shape
+    holder = DerivedWeights.of(conv, "_onednn_taps")
+    packed = holder.get([conv.weight], lambda: pack_linear_weight(weight.permute(0, 2, 1).reshape(out_channels, -1)))
+    if packed is None:
+        raise RuntimeError("vits: oneDNN is not available in this PyTorch build")
+    length, dilation = x.shape[0], conv.dilation[0]
+    padded = x.new_zeros(rows + dilation * (taps - 1), in_channels)
+    padded[left : left + length] = x
+    columns = padded.as_strided((rows, taps, in_channels), (in_channels, dilation * in_channels, 1))
+    return onednn_linear(columns.reshape(rows, taps * in_channels), packed, conv.bias, activation)
+
+
 def depthwise_conv1d(conv: nn.Conv1d, x: Tensor) -> Tensor:
     """``conv`` (depthwise: one group per channel, stride 1, zero padding) as shifted-slice multiply-adds.
 
@@ -224,12 +314,18 @@ def time_major_ready(*convs: nn.Module) -> bool:
 
 
 __all__ = [
+    "ONEDNN_ROW_BUCKET",
     "DerivedWeights",
     "LayerNorm",
     "PointwiseConv1d",
+    "bucket_rows",
     "depthwise_conv1d",
     "depthwise_ready",
     "depthwise_time_major",
+    "onednn_conv1d_rows",
+    "onednn_linear",
+    "onednn_usable",
+    "pack_linear_weight",
     "sequence_mask",
     "time_major_conv1d",
     "time_major_ready",

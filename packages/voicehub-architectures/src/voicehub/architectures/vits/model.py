@@ -62,11 +62,12 @@ SHAPE_BUCKET = 32
 """Latent frames are padded (and masked) up to a multiple of this before the decoder runs: oneDNN
 builds convolution kernels per input shape (a new length cost the decoder ~100 ms, measured
 against ~250 ms of work on one core), and rounded lengths repeat from call to call, so the kernels
-it cached are reused. Phoneme ids and the flow's frames are not padded: the text side and the flow
-showed no cost at a new length (measured 109-111 ids and 233-249 frames: first call = later
-calls), while rounding 109 ids up to 128 cost the text side ~15 % and 240 frames up to 256 the
-flow ~7 %. One item decoded in tiles on several threads rounds each tile instead
-(:data:`~voicehub.architectures.vits.decoder.TILE_BUCKET`) and skips this padding."""
+it cached are reused. Phoneme ids and the flow's frames are not padded here: rounding 109 ids up to
+128 cost the text side ~15 % and 240 frames up to 256 the flow ~7 %. The products the flow and the
+text encoder's feed-forward run in oneDNN round their rows to a multiple of 8 instead
+(:data:`~voicehub.architectures.vits.layers.ONEDNN_ROW_BUCKET`). One item decoded in tiles on
+several threads rounds each tile (:data:`~voicehub.architectures.vits.decoder.TILE_BUCKET`) and
+skips this padding."""
 
 
 # ----------------------------------------------------------------------------- the generator
