@@ -244,22 +244,30 @@ def test_wavenet_time_major_equals_forward(voice: PiperVoice, dilation_rate: int
     assert float((fast - plain).abs().max()) < 1e-4 and float(plain.abs().max()) > 1.0
 
 
-def test_derived_weights_follow_the_parameters_and_are_not_copied(voice: PiperVoice) -> None:
-    """The time-major flow's rearranged weights are rebuilt after an in-place change of a weight, and
+@pytest.mark.parametrize("onednn", [True, False])
+def test_derived_weights_follow_the_parameters_and_are_not_copied(
+    voice: PiperVoice, onednn: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The time-major flow's rearranged weights (packed for oneDNN, or stacked for BLAS where oneDNN
+    cannot run) are rebuilt after an in-place change of a weight, only the form in use is built, and
     a deep or pickled copy of the module starts without them."""
+    if not onednn:
+        monkeypatch.setattr(flow_module, "onednn_usable", lambda x: False)
+    name, other = ("_onednn_weights", "_time_major_weights") if onednn else ("_time_major_weights", "_onednn_weights")
     wavenet = copy.deepcopy(voice.model.flow.flows["0"].enc)
     x, mask = torch.randn(50, 192, generator=torch.Generator().manual_seed(1)), torch.ones(50, 1)
     with torch.no_grad():
         before = wavenet.time_major(x, mask, None)
-        holder = wavenet.__dict__["_time_major_weights"]
+        holder = wavenet.__dict__[name]
         assert isinstance(holder, DerivedWeights) and holder.value is not None
+        assert other not in wavenet.__dict__
         wavenet.in_layers[2].weight.mul_(0.5)
         after = wavenet.time_major(x, mask, None)
         plain = wavenet(x.t().unsqueeze(0), mask.t().unsqueeze(0), None)[0].t()
     assert float((after - before).abs().max()) > 1e-3
     assert float((after - plain).abs().max()) < 1e-4
     for copied in (copy.deepcopy(wavenet), pickle.loads(pickle.dumps(wavenet))):
-        assert copied.__dict__["_time_major_weights"].value is None
+        assert copied.__dict__[name].value is None
 
 
 @pytest.mark.parametrize("speaker_channels", [0, 16])

@@ -76,6 +76,27 @@ def _two_threads() -> Iterator[None]:
         torch.set_num_threads(1)
 
 
+class _Meeting:
+    """Records the threads that call it. The first two calls wait for each other (up to 30 s), so
+    that two threads taking work are both seen whatever the timing: a fast first worker cannot take
+    every item before the second starts. If one thread made both calls, the first would wait out the
+    timeout and raise ``threading.BrokenBarrierError``, failing the test."""
+
+    def __init__(self) -> None:
+        self.threads: set[str] = set()
+        self._barrier = threading.Barrier(2, timeout=30)
+        self._calls = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, *_: object) -> None:
+        with self._lock:
+            self.threads.add(threading.current_thread().name)
+            self._calls += 1
+            meet = self._calls <= 2
+        if meet:
+            self._barrier.wait()
+
+
 def _alone(model: VITSGenerator, ids: list[int], **options: object) -> tuple[torch.Tensor, torch.Tensor]:
     batch, lengths = pad_phoneme_ids([ids])
     with torch.inference_mode():
@@ -176,10 +197,8 @@ def test_batched_items_on_two_threads_equal_one_by_one(voice: PiperVoice) -> Non
     """With two intra-op threads a batch runs each item's flow and decoder on its own thread (one
     intra-op thread each); the audio equals each sentence alone, and the caller keeps its two threads."""
     ids, lengths = pad_phoneme_ids(SENTENCES)
-    decoder_threads: set[str] = set()
-    handle = voice.model.dec.register_forward_hook(
-        lambda _m, _a, _o: decoder_threads.add(threading.current_thread().name)
-    )
+    decoder_threads = _Meeting()
+    handle = voice.model.dec.register_forward_pre_hook(decoder_threads)
     try:
         with _two_threads():
             with torch.inference_mode():
@@ -187,7 +206,7 @@ def test_batched_items_on_two_threads_equal_one_by_one(voice: PiperVoice) -> Non
             assert torch.get_num_threads() == 2
     finally:
         handle.remove()
-    assert len(decoder_threads) == 2, decoder_threads
+    assert len(decoder_threads.threads) == 2, decoder_threads.threads
     for row, sentence in enumerate(SENTENCES):
         alone, durations = _alone(voice.model, sentence, noise_scale=0.0, noise_w=0.0)
         assert torch.equal(out.durations[row, : len(sentence)], durations)
@@ -201,17 +220,21 @@ def test_items_with_their_own_generators_run_whole_on_two_threads(voice: PiperVo
     """One generator per item: each item runs alone (text side included) on its own thread and the
     batch output equals the items synthesized one by one with the same generators."""
     ids, lengths = pad_phoneme_ids(SENTENCES)
-    calls: list[tuple[int, str]] = []
-    handle = voice.model.enc_p.register_forward_hook(
-        lambda _m, args, _o: calls.append((int(args[0].shape[0]), threading.current_thread().name))
-    )
+    calls: list[int] = []
+    meeting = _Meeting()
+
+    def record(_module: object, args: tuple[torch.Tensor, ...]) -> None:
+        calls.append(int(args[0].shape[0]))
+        meeting()
+
+    handle = voice.model.enc_p.register_forward_pre_hook(record)
     try:
         with _two_threads(), torch.inference_mode():
             out = voice.model(ids, lengths, generator=[torch.Generator().manual_seed(20 + r) for r in range(3)])
     finally:
         handle.remove()
-    assert [size for size, _ in calls] == [1, 1, 1]  # the text side ran per item
-    assert len({name for _, name in calls}) == 2
+    assert calls == [1, 1, 1]  # the text side ran per item
+    assert len(meeting.threads) == 2
     for row, sentence in enumerate(SENTENCES):
         alone, durations = _alone(voice.model, sentence, generator=[torch.Generator().manual_seed(20 + row)])
         assert torch.equal(out.durations[row, : len(sentence)], durations)
@@ -223,10 +246,8 @@ def test_a_batch_sharing_one_generator_keeps_its_noise_on_two_threads(voice: Pip
     """One generator for the batch draws the batch's noise at once (as on one thread); the flow and
     decoder of each item then run on their own thread."""
     ids, lengths = pad_phoneme_ids(SENTENCES)
-    decoder_threads: set[str] = set()
-    handle = voice.model.dec.register_forward_hook(
-        lambda _m, _a, _o: decoder_threads.add(threading.current_thread().name)
-    )
+    decoder_threads = _Meeting()
+    handle = voice.model.dec.register_forward_pre_hook(decoder_threads)
     try:
         with _two_threads(), torch.inference_mode():
             threaded = voice.model(ids, lengths, generator=torch.Generator().manual_seed(8))
@@ -234,7 +255,7 @@ def test_a_batch_sharing_one_generator_keeps_its_noise_on_two_threads(voice: Pip
         handle.remove()
     with torch.inference_mode():
         sequential = voice.model(ids, lengths, generator=torch.Generator().manual_seed(8))
-    assert len(decoder_threads) == 2, decoder_threads
+    assert len(decoder_threads.threads) == 2, decoder_threads.threads
     assert torch.equal(threaded.num_samples, sequential.num_samples)
     assert float((threaded.waveform - sequential.waveform).abs().max()) < BATCH_TOLERANCE
 
@@ -250,11 +271,11 @@ def test_one_item_flow_in_time_pieces_on_two_threads_equals_the_whole(voice: Pip
     couplings = list(model.flow.flows.values())
     assert [layer.context_frames() for layer in couplings] == [8, 8, 8, 8]  # 4 layers x (5 - 1) / 2
     assert model.flow.context_frames() == 32
-    piece_threads: set[str] = set()
+    piece_threads = _Meeting()
     original = model.flow.flows["0"].inverse_time_major
 
     def spy(*args: object) -> torch.Tensor:
-        piece_threads.add(threading.current_thread().name)
+        piece_threads()
         return original(*args)  # type: ignore[arg-type]
 
     model.flow.flows["0"].inverse_time_major = spy  # type: ignore[method-assign]
@@ -267,7 +288,7 @@ def test_one_item_flow_in_time_pieces_on_two_threads_equals_the_whole(voice: Pip
         del model.flow.flows["0"].inverse_time_major
     with torch.inference_mode():
         whole = model.flow.inverse(z_p, y_mask, None)
-    assert len(piece_threads) == 2, piece_threads
+    assert len(piece_threads.threads) == 2, piece_threads.threads
     assert pieces.shape == whole.shape
     assert float((pieces - whole).abs().max()) < 1e-6  # the same row-by-row products (measured 0)
     for layer in couplings:
@@ -300,12 +321,12 @@ def test_one_item_decoder_in_time_tiles_on_two_threads_equals_one_pass(
     z = torch.randn(1, 192, frames, generator=torch.Generator().manual_seed(9))
     lengths = torch.tensor([valid]) if valid != frames else None
     assert [decoder._stage_context(stage) for stage in range(3)] == [45, 45, 48]
-    tile_threads: set[str] = set()
+    tile_threads = _Meeting()
     tiles: list[object] = []
     original = decoder._decode_tile
 
     def spy(*args: object) -> None:
-        tile_threads.add(threading.current_thread().name)
+        tile_threads()
         if args[2] == 0:  # stage
             tiles.append(args[-1])
         original(*args)  # type: ignore[arg-type]
@@ -320,7 +341,7 @@ def test_one_item_decoder_in_time_tiles_on_two_threads_equals_one_pass(
         del decoder._decode_tile
     with torch.inference_mode():
         one_pass = decoder(z, None, lengths)
-    assert len(tile_threads) == 2, tile_threads
+    assert len(tile_threads.threads) == 2, tile_threads.threads
     assert sorted(tiles) == first_stage_tiles  # type: ignore[type-var]
     assert tiled.shape == one_pass.shape
     signal = valid * 256
@@ -406,7 +427,7 @@ def test_inference_fast_paths_equal_the_paths_training_runs(voice: PiperVoice) -
         assert float(plain.abs().max()) > 1e-2, name  # a real signal, not zeros on both sides
     assert "_onednn_workspace" in model.dec.__dict__  # the oneDNN path ran
     assert "_packed_polyphase" in model.dec.conv_post.__dict__  # with conv_post over blocks of samples
-    assert "_time_major_weights" in model.flow.flows["0"].enc.__dict__  # so did the time-major flow
+    assert "_onednn_weights" in model.flow.flows["0"].enc.__dict__  # so did the time-major flow
     assert "_time_major_taps" in model.enc_p.encoder.ffn_layers[0].conv_1.__dict__  # and feed-forward
 
 

@@ -40,26 +40,23 @@ from voicehub.architectures.vits.layers import (
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class _TimeMajorLayer:
-    """One WaveNet layer's weights for :meth:`WaveNet.time_major`.
+    """One WaveNet layer's weights for :meth:`WaveNet.time_major`, in one of two forms.
 
     Attributes:
-        stacked: the in-layer's k taps stacked, (k * C, 2 C); row j * C + c is tap j, channel c.
+        weight: the in-layer's k taps stacked, (k * C, 2 C) with row j * C + c for tap j, channel c;
+            or, for oneDNN, that matrix transposed and packed (:func:`pack_linear_weight`).
         bias: the in-layer's bias (2 C,) or None.
-        res_weight: the 1x1 res/skip layer's (C_out, C) weight.
+        res_weight: the 1x1 res/skip layer's (C_out, C) weight, or it packed for oneDNN.
         res_bias: its bias (C_out,) or None.
-        packed: ``stacked`` transposed and packed for oneDNN, or None without oneDNN.
-        res_packed: ``res_weight`` packed for oneDNN, or None without oneDNN.
 
-    The first C outputs of the in-layer (the tanh half) are scaled by -2 in ``stacked``, ``bias`` and
-    ``packed`` (see :meth:`WaveNet.time_major`).
+    The first C outputs of the in-layer (the tanh half) are scaled by -2 in ``weight`` and ``bias``
+    (see :meth:`WaveNet.time_major`).
     """
 
-    stacked: Tensor
+    weight: Tensor
     bias: Tensor | None
     res_weight: Tensor
     res_bias: Tensor | None
-    packed: Tensor | None
-    res_packed: Tensor | None
 
 
 class WaveNet(nn.Module):
@@ -108,8 +105,9 @@ class WaveNet(nn.Module):
             isinstance(layer, PointwiseConv1d) for layer in self.res_skip_layers
         )
 
-    def _time_major_layers(self) -> list[_TimeMajorLayer]:
-        """Per layer, the weights of :meth:`time_major`, kept between calls (:class:`DerivedWeights`)."""
+    def _time_major_layers(self, onednn: bool) -> list[_TimeMajorLayer]:
+        """Per layer, the weights of :meth:`time_major` for BLAS, or packed for oneDNN (``onednn``),
+        kept between calls (:class:`DerivedWeights`; each form is built only when used)."""
         convs = [cast(nn.Conv1d, layer) for layer in self.in_layers]
         res_skips = [cast(PointwiseConv1d, layer) for layer in self.res_skip_layers]
         sources = [p for m in (*convs, *res_skips) for p in (m.weight, m.bias) if p is not None]
@@ -126,17 +124,16 @@ class WaveNet(nn.Module):
                 res_weight = res_skip.weight.detach()[:, :, 0].contiguous()
                 layers.append(
                     _TimeMajorLayer(
-                        stacked=stacked,
+                        weight=pack_linear_weight(stacked.t()) if onednn else stacked,
                         bias=bias,
-                        res_weight=res_weight,
+                        res_weight=pack_linear_weight(res_weight) if onednn else res_weight,
                         res_bias=None if res_skip.bias is None else res_skip.bias.detach(),
-                        packed=pack_linear_weight(stacked.t()),
-                        res_packed=pack_linear_weight(res_weight),
                     )
                 )
             return layers
 
-        return DerivedWeights.of(self, "_time_major_weights").get(sources, build)
+        name = "_onednn_weights" if onednn else "_time_major_weights"
+        return DerivedWeights.of(self, name).get(sources, build)
 
     def _gate_bias(self, layer: _TimeMajorLayer, cond: Tensor | None, index: int) -> Tensor | None:
         """The in-layer's bias plus layer ``index``'s slice of ``cond`` (1, 2 C L), its tanh half times -2:
@@ -164,7 +161,7 @@ class WaveNet(nn.Module):
         onednn = onednn_usable(x)
         output: Tensor | None = None
         last = len(self.in_layers) - 1
-        for i, (in_module, layer) in enumerate(zip(self.in_layers, self._time_major_layers(), strict=True)):
+        for i, (in_module, layer) in enumerate(zip(self.in_layers, self._time_major_layers(onednn), strict=True)):
             in_layer = cast(nn.Conv1d, in_module)
             pad, dilation, taps = int(in_layer.padding[0]), in_layer.dilation[0], in_layer.kernel_size[0]
             padded = F.pad(x, (0, 0, pad, pad)).contiguous()  # the row strides below assume it
@@ -172,12 +169,12 @@ class WaveNet(nn.Module):
             columns = padded.as_strided((length, taps, channels), (channels, dilation * channels, 1))
             columns = columns.reshape(length, taps * channels)
             bias = self._gate_bias(layer, cond, i)
-            if onednn and layer.packed is not None and layer.res_packed is not None:
-                gates = onednn_linear(columns, layer.packed, bias, "sigmoid")
+            if onednn:
+                gates = onednn_linear(columns, layer.weight, bias, "sigmoid")
                 acts = torch.addcmul(gates[:, channels:], gates[:, :channels], gates[:, channels:], value=-2)
-                res_skip_acts = onednn_linear(acts, layer.res_packed, layer.res_bias)
+                res_skip_acts = onednn_linear(acts, layer.res_weight, layer.res_bias)
             else:
-                x_in = torch.mm(columns, layer.stacked) if bias is None else torch.addmm(bias, columns, layer.stacked)
+                x_in = torch.mm(columns, layer.weight) if bias is None else torch.addmm(bias, columns, layer.weight)
                 gates = x_in.sigmoid_()
                 acts = torch.addcmul(gates[:, channels:], gates[:, :channels], gates[:, channels:], value=-2)
                 res_skip_acts = F.linear(acts, layer.res_weight, layer.res_bias)

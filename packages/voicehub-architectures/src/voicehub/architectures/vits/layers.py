@@ -32,11 +32,9 @@ def onednn_usable(x: Tensor) -> bool:
     )
 
 
-def pack_linear_weight(weight: Tensor) -> Tensor | None:
+def pack_linear_weight(weight: Tensor) -> Tensor:
     """``weight`` (C_out, C_in) reordered for :func:`onednn_linear` (kept by the caller, e.g. in a
-    :class:`DerivedWeights`), or None where PyTorch has no oneDNN."""
-    if not torch.backends.mkldnn.is_available():  # type: ignore[no-untyped-call]
-        return None
+    :class:`DerivedWeights`). Call it where :func:`onednn_usable` holds."""
     packed: Tensor = torch.ops.mkldnn._reorder_linear_weight(weight.detach().contiguous())
     return packed
 
@@ -207,7 +205,7 @@ def time_major_conv1d(
 def onednn_conv1d_rows(
     conv: nn.Conv1d, x: Tensor, left: int, right: int, rows: int, activation: str = "none"
 ) -> Tensor:
-    """:func:`time_major_conv1d` on the oneDNN path (:func:`onednn_usable`), for ``rows`` output rows.
+    """:func:`time_major_conv1d` on the oneDNN path (where :func:`onednn_usable` holds), for ``rows`` output rows.
 
     One product (:func:`onednn_linear`, ``activation`` fused) of the (rows, k * C_in) rows of the
     zero-padded input with the k taps packed side by side, (C_out, k * C_in), kept between calls
@@ -224,16 +222,11 @@ def onednn_conv1d_rows(
 
     Returns:
         float (rows, C_out); rows T and beyond are the convolution over the zero frames, not zeros.
-
-    Raises:
-        RuntimeError: where PyTorch has no oneDNN (check :func:`onednn_usable` first).
     """
     weight = conv.weight.detach()
     out_channels, in_channels, taps = weight.shape
     holder = DerivedWeights.of(conv, "_onednn_taps")
     packed = holder.get([conv.weight], lambda: pack_linear_weight(weight.permute(0, 2, 1).reshape(out_channels, -1)))
-    if packed is None:
-        raise RuntimeError("vits: oneDNN is not available in this PyTorch build")
     length, dilation = x.shape[0], conv.dilation[0]
     padded = x.new_zeros(rows + dilation * (taps - 1), in_channels)
     padded[left : left + length] = x
