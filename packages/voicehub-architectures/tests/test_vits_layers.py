@@ -385,6 +385,22 @@ def test_one_item_text_encoder_time_major_equals_channel_major(voice: PiperVoice
     assert onednn == (length >= ONEDNN_FEED_FORWARD_MIN_ROWS)
 
 
+@pytest.mark.parametrize("length", [20, 61])
+def test_feed_forward_in_hidden_channel_ranges_equals_the_whole(voice: PiperVoice, length: int) -> None:
+    """The feed-forward cut into two ranges of its 768 hidden channels (one per thread when idle
+    threads sleep) sums to the whole, in BLAS below 56 ids and in oneDNN from 56 on (each range's
+    weights packed on their own)."""
+    ffn = copy.deepcopy(voice.model.enc_p.encoder.ffn_layers[1])
+    x = torch.randn(length, 192, generator=torch.Generator().manual_seed(length)) * 3
+    with torch.no_grad():
+        whole = ffn.time_major(x, None)
+        ranges = ffn.time_major(x, None, 2)
+    assert ranges.shape == whole.shape == (length, 192)
+    assert float((ranges - whole).abs().max()) < 1e-4 and float(whole.abs().max()) > 1.0
+    packed_ranges = {name for name in ffn.conv_2.__dict__ if name.startswith("_onednn_taps_")}
+    assert packed_ranges == ({"_onednn_taps_0_192_0_384", "_onednn_taps_0_192_384_768"} if length >= 56 else set())
+
+
 def test_text_encoder_time_major_follows_a_changed_weight_and_is_refused_for_other_layers(voice: PiperVoice) -> None:
     """The stacked q/k/v weights are rebuilt after an in-place weight change, and an encoder whose
     attention layer was replaced (as an optimization pass may do) runs the channel-major path."""

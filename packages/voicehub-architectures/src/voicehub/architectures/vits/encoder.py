@@ -195,10 +195,18 @@ class FeedForward(nn.Module):
         return out if mask is None else out.mul_(mask)
 
     def _hidden_range(self, x: Tensor, channels: tuple[int, int]) -> Tensor:
-        """The feed-forward's output through hidden channels [start, end) only (no mask): (T, C)."""
+        """The feed-forward's output through hidden channels [start, end) only (no mask): (T, C); in
+        oneDNN from :data:`ONEDNN_FEED_FORWARD_MIN_ROWS` ids on, as :meth:`time_major`."""
         start, end = channels
-        hidden = time_major_conv1d(self.conv_1, x, *self.padding, outputs=slice(start, end)).relu_()
-        return time_major_conv1d(self.conv_2, hidden, *self.padding, inputs=slice(start, end), bias=start == 0)
+        hidden_channels, length = slice(start, end), x.shape[0]
+        if length >= ONEDNN_FEED_FORWARD_MIN_ROWS and onednn_usable(x):
+            rows = bucket_rows(length)
+            hidden = onednn_conv1d_rows(self.conv_1, x, *self.padding, rows, "relu", outputs=hidden_channels)
+            return onednn_conv1d_rows(
+                self.conv_2, hidden[:length], *self.padding, rows, inputs=hidden_channels, bias=start == 0
+            )[:length]
+        hidden = time_major_conv1d(self.conv_1, x, *self.padding, outputs=hidden_channels).relu_()
+        return time_major_conv1d(self.conv_2, hidden, *self.padding, inputs=hidden_channels, bias=start == 0)
 
 
 class Encoder(nn.Module):

@@ -203,35 +203,51 @@ def time_major_conv1d(
 
 
 def onednn_conv1d_rows(
-    conv: nn.Conv1d, x: Tensor, left: int, right: int, rows: int, activation: str = "none"
+    conv: nn.Conv1d,
+    x: Tensor,
+    left: int,
+    right: int,
+    rows: int,
+    activation: str = "none",
+    *,
+    outputs: slice = slice(None),
+    inputs: slice = slice(None),
+    bias: bool = True,
 ) -> Tensor:
     """:func:`time_major_conv1d` on the oneDNN path (where :func:`onednn_usable` holds), for ``rows`` output rows.
 
     One product (:func:`onednn_linear`, ``activation`` fused) of the (rows, k * C_in) rows of the
     zero-padded input with the k taps packed side by side, (C_out, k * C_in), kept between calls
-    (:class:`DerivedWeights`). Without dilation the rows are overlapping views of the padded input
-    (no im2col copy).
+    (:class:`DerivedWeights`, one pack per part). Without dilation the rows are overlapping views of
+    the padded input (no im2col copy).
 
     Args:
         conv: the convolution (plain, stride 1, one group: :func:`time_major_ready`).
-        x: float (T, C_in), T <= ``rows``.
+        x: float (T, C_in), or (T, channels in ``inputs``); T <= ``rows``.
         left: zero frames before ``x``; ``left + right`` must be ``dilation * (k - 1)``.
         right: zero frames after ``x`` (more follow up to ``rows``).
         rows: output rows to compute (:func:`bucket_rows` of T, so that shapes repeat).
         activation: as in :func:`onednn_linear`.
+        outputs: the output channels to compute, as in :func:`time_major_conv1d`.
+        inputs: the input channels ``x`` holds, as there.
+        bias: whether to add the convolution's bias (when it has one).
 
     Returns:
-        float (rows, C_out); rows T and beyond are the convolution over the zero frames, not zeros.
+        float (rows, C_out) or (rows, channels in ``outputs``); rows T and beyond are the
+        convolution over the zero frames, not zeros.
     """
-    weight = conv.weight.detach()
+    weight = conv.weight.detach()[outputs, inputs]
     out_channels, in_channels, taps = weight.shape
-    holder = DerivedWeights.of(conv, "_onednn_taps")
+    whole = outputs == slice(None) and inputs == slice(None)
+    part = (*outputs.indices(conv.out_channels)[:2], *inputs.indices(conv.in_channels)[:2])
+    holder = DerivedWeights.of(conv, "_onednn_taps" if whole else "_onednn_taps_{}_{}_{}_{}".format(*part))
     packed = holder.get([conv.weight], lambda: pack_linear_weight(weight.permute(0, 2, 1).reshape(out_channels, -1)))
     length, dilation = x.shape[0], conv.dilation[0]
     padded = x.new_zeros(rows + dilation * (taps - 1), in_channels)
     padded[left : left + length] = x
     columns = padded.as_strided((rows, taps, in_channels), (in_channels, dilation * in_channels, 1))
-    return onednn_linear(columns.reshape(rows, taps * in_channels), packed, conv.bias, activation)
+    added = conv.bias[outputs] if conv.bias is not None and bias else None
+    return onednn_linear(columns.reshape(rows, taps * in_channels), packed, added, activation)
 
 
 def depthwise_conv1d(conv: nn.Conv1d, x: Tensor) -> Tensor:
