@@ -9,8 +9,9 @@ only, so that they survive refactorings of the internals.
 Bits are exact only for the same kernels: PyTorch, MKL and oneDNN pick code paths by CPU (an
 AVX-512 AMD machine gave float differences of 1e-16 to 1e-7 from the first recording, integer
 outputs equal). So a recording is kept per CPU signature (:func:`cpu_signature`: PyTorch version,
-its CPU capability, the CPU vendor) under ``tests/data/reference_outputs/``, made by the same tool
-from a tree whose outputs were accepted (the file's first line in ``PROVENANCE.md`` says which).
+its CPU capability, the CPU vendor, the intra-op thread count) under ``tests/data/reference_outputs/``,
+made by the same tool from a tree whose outputs were accepted (its line in ``PROVENANCE.md`` says
+which).
 Where one exists for this machine the comparison is exact; elsewhere it is against the first
 recording, integer arrays exactly and float arrays within :data:`CROSS_CPU_TOLERANCE`. A
 machine's recording must itself agree with the first one within that tolerance.
@@ -132,8 +133,9 @@ def xvector_outputs(directory: Path) -> dict[str, np.ndarray]:
 
 
 def cpu_signature() -> str:
-    """``torch<version>-<capability>-<vendor>``, e.g. ``torch2.15.0-AVX512-AuthenticAMD``: what picks
-    the float kernels (the CPU vendor from ``/proc/cpuinfo``, ``unknown`` where there is none)."""
+    """``torch<version>-<capability>-<vendor>-<n>threads``, e.g. ``torch2.15.0-AVX512-AuthenticAMD-2threads``:
+    what picks the float kernels and how reductions are split (the CPU vendor from ``/proc/cpuinfo``,
+    ``unknown`` where there is none; the intra-op threads a fresh process starts with)."""
     import torch
 
     vendor = "unknown"
@@ -144,7 +146,7 @@ def cpu_signature() -> str:
                 vendor = line.split(":", 1)[1].strip() or vendor
                 break
     version = torch.__version__.split("+", 1)[0]
-    return f"torch{version}-{torch.backends.cpu.get_cpu_capability()}-{vendor}"
+    return f"torch{version}-{torch.backends.cpu.get_cpu_capability()}-{vendor}-{torch.get_num_threads()}threads"
 
 
 def per_cpu_file() -> Path:
@@ -190,11 +192,12 @@ def _differences(
     for key in expected:
         got, want = computed[key], recorded[key]
         assert got.dtype == want.dtype and got.shape == want.shape, key
-        if np.array_equal(got, want):
+        if np.array_equal(got, want, equal_nan=want.dtype.kind == "f"):
             continue
         difference = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
         tolerance = CROSS_CPU_TOLERANCE.get(want.dtype)
-        if exact or tolerance is None or difference > tolerance * max(float(np.max(np.abs(want))), 1e-30):
+        scale = max(float(np.nanmax(np.abs(want))), 1e-30) if want.size else 1.0
+        if exact or tolerance is None or not difference <= tolerance * scale:  # a NaN difference fails
             problems.append(f"{key}: max abs difference {difference:.3g}")
     return problems
 
@@ -213,7 +216,8 @@ def test_every_per_cpu_recording_agrees_with_the_first_within_the_cross_cpu_tole
     for path in sorted(PER_CPU_DIRECTORY.glob("*.npz")):
         arrays = _load(path)
         assert sorted(arrays) == sorted(first), path.name
-        assert not _differences(first, arrays, "", exact=False), path.name
+        problems = _differences(first, arrays, "", exact=False)
+        assert not problems, f"{path.name}: {'; '.join(problems)}"
 
 
 def _computed_in_a_fresh_process(part: str, directory: Path) -> dict[str, np.ndarray]:

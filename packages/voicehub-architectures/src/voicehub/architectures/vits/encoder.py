@@ -172,33 +172,36 @@ class FeedForward(nn.Module):
         return time_major_ready(self.conv_1, self.conv_2)
 
     def time_major(self, x: Tensor, mask: Tensor | None, pieces: int = 1) -> Tensor:
-        """:meth:`forward` of one item held time-major (:func:`time_major_conv1d`): ``x`` (T, C),
-        ``mask`` (T, 1) or None for no padding -> (T, C).
+        """:meth:`forward` of one item held time-major: ``x`` (T, C), ``mask`` (T, 1) or None for no
+        padding -> (T, C).
+
+        Without a mask and from :data:`ONEDNN_FEED_FORWARD_MIN_ROWS` ids on (where
+        :func:`~voicehub.architectures.vits.layers.onednn_usable` holds) each convolution is one
+        oneDNN product (:func:`~voicehub.architectures.vits.layers.onednn_conv1d_rows`) over T rounded
+        up to a multiple of 8 rows, the hidden rows beyond T dropped before the second product;
+        otherwise k BLAS products (:func:`time_major_conv1d`).
 
         With ``pieces`` > 1 (and no mask), the hidden channels are cut into that many ranges, each
         range's two products on its own thread (:func:`~voicehub.architectures.parallel.map_with_caller`:
         the caller takes one), and the ranges' outputs summed. The ReLU acts per channel, so the ranges
         need each other only for that sum: one wake-up of a helper thread per layer. Equal to the
         whole up to float rounding (partial sums added in another order)."""
-        if pieces > 1 and mask is None:
-            filters = self.conv_1.out_channels
+        if mask is not None:
+            hidden = time_major_conv1d(self.conv_1, x * mask, *self.padding).relu_()
+            return time_major_conv1d(self.conv_2, hidden.mul_(mask), *self.padding).mul_(mask)
+        filters = self.conv_1.out_channels
+        if pieces > 1:
             cuts = [filters * i // pieces for i in range(pieces + 1)]
             parts = map_with_caller(functools.partial(self._hidden_range, x), list(itertools.pairwise(cuts)))
             return functools.reduce(Tensor.add_, parts)
-        length = x.shape[0]
-        if mask is None and length >= ONEDNN_FEED_FORWARD_MIN_ROWS and onednn_usable(x):
-            rows = bucket_rows(length)
-            hidden = onednn_conv1d_rows(self.conv_1, x, *self.padding, rows, "relu")[:length]
-            return onednn_conv1d_rows(self.conv_2, hidden, *self.padding, rows)[:length]
-        hidden = time_major_conv1d(self.conv_1, x if mask is None else x * mask, *self.padding).relu_()
-        out = time_major_conv1d(self.conv_2, hidden if mask is None else hidden.mul_(mask), *self.padding)
-        return out if mask is None else out.mul_(mask)
+        return self._hidden_range(x, (0, filters))
 
     def _hidden_range(self, x: Tensor, channels: tuple[int, int]) -> Tensor:
         """The feed-forward's output through hidden channels [start, end) only (no mask): (T, C); in
         oneDNN from :data:`ONEDNN_FEED_FORWARD_MIN_ROWS` ids on, as :meth:`time_major`."""
         start, end = channels
-        hidden_channels, length = slice(start, end), x.shape[0]
+        hidden_channels = slice(None) if channels == (0, self.conv_1.out_channels) else slice(start, end)
+        length = x.shape[0]
         if length >= ONEDNN_FEED_FORWARD_MIN_ROWS and onednn_usable(x):
             rows = bucket_rows(length)
             hidden = onednn_conv1d_rows(self.conv_1, x, *self.padding, rows, "relu", outputs=hidden_channels)

@@ -171,12 +171,13 @@ class WaveNet(nn.Module):
             bias = self._gate_bias(layer, cond, i)
             if onednn:
                 gates = onednn_linear(columns, layer.weight, bias, "sigmoid")
-                acts = torch.addcmul(gates[:, channels:], gates[:, :channels], gates[:, channels:], value=-2)
-                res_skip_acts = onednn_linear(acts, layer.res_weight, layer.res_bias)
             else:
                 x_in = torch.mm(columns, layer.weight) if bias is None else torch.addmm(bias, columns, layer.weight)
                 gates = x_in.sigmoid_()
-                acts = torch.addcmul(gates[:, channels:], gates[:, :channels], gates[:, channels:], value=-2)
+            acts = torch.addcmul(gates[:, channels:], gates[:, :channels], gates[:, channels:], value=-2)
+            if onednn:
+                res_skip_acts = onednn_linear(acts, layer.res_weight, layer.res_bias)
+            else:
                 res_skip_acts = F.linear(acts, layer.res_weight, layer.res_bias)
             skip = res_skip_acts[:, channels:] if i < last else res_skip_acts
             if i < last:

@@ -21,9 +21,11 @@ its noise; rounded lengths repeat from call to call, for at most 7 rows of extra
 
 
 def onednn_usable(x: Tensor) -> bool:
-    """Whether the oneDNN inference path can run on ``x``: float32 on the CPU, no autograd, not traced."""
+    """Whether the oneDNN inference path can run on ``x``: float32 on the CPU, no autograd, not being
+    compiled (``torch.compile``) or traced (``torch.jit.trace``)."""
     return (
-        x.device.type == "cpu"
+        not torch.jit.is_tracing()  # type: ignore[attr-defined,no-untyped-call]
+        and x.device.type == "cpu"
         and x.dtype == torch.float32
         and not torch.is_grad_enabled()
         and bool(torch.backends.mkldnn.is_available())  # type: ignore[no-untyped-call]
@@ -42,9 +44,10 @@ def pack_linear_weight(weight: Tensor) -> Tensor:
 def onednn_linear(x: Tensor, packed: Tensor, bias: Tensor | None, activation: str = "none") -> Tensor:
     """``activation(F.linear(x, weight, bias))`` by oneDNN, ``packed`` from :func:`pack_linear_weight`.
 
-    On this AVX-512 AMD CPU, oneDNN's matrix products run 20-30 % faster on two threads than the
-    MKL ones behind ``torch.mm`` (e.g. 0.56 against 0.73 ms for the flow's (164, 960) x (960, 384)),
-    and ~10 % on one; the activation ("none", "relu", "sigmoid", "tanh") is fused into the product.
+    Measured on an AVX-512 AMD CPU, where MKL (behind ``torch.mm``) does not run its fastest code,
+    oneDNN's matrix products took 20-30 % less time on two threads (0.56 against 0.73 ms for the
+    flow's (164, 960) x (960, 384)), ~10 % less on one. The activation ("none", "relu", "sigmoid",
+    "tanh") is fused into the product.
 
     Args:
         x: float (rows, C_in), :func:`onednn_usable`; round ``rows`` with :func:`bucket_rows` where
@@ -168,9 +171,11 @@ def time_major_conv1d(
     """``conv`` (stride 1, one group) on one item held time-major, with ``left``/``right`` zero frames.
 
     Each tap is one matrix product of a time-shifted block of rows of the padded input (a contiguous
-    view: no im2col copy) with the tap's (C_in, C_out) matrix, accumulated in place; BLAS runs these
-    faster than oneDNN runs the convolution on such short, wide inputs (192 -> 768 channels, k = 3,
-    109 frames: 1.5 ms against 2.5 ms on one AVX2 core).
+    view: no im2col copy) with the tap's (C_in, C_out) matrix, accumulated in place; BLAS ran these
+    faster than oneDNN's convolution on such short, wide inputs (192 -> 768 channels, k = 3, 109
+    frames: 1.5 ms against 2.5 ms on one AVX2 core). One oneDNN matrix product of all taps is faster
+    still from 56 rows on AVX-512 (:func:`onednn_conv1d_rows`, used by the text encoder's
+    feed-forward from ``ONEDNN_FEED_FORWARD_MIN_ROWS`` ids).
 
     A part of the convolution takes a range of its output channels (``outputs``) or of its input
     channels (``inputs``: ``x`` holds only those; the parts' outputs sum to the whole, so only one
@@ -218,8 +223,9 @@ def onednn_conv1d_rows(
 
     One product (:func:`onednn_linear`, ``activation`` fused) of the (rows, k * C_in) rows of the
     zero-padded input with the k taps packed side by side, (C_out, k * C_in), kept between calls
-    (:class:`DerivedWeights`, one pack per part). Without dilation the rows are overlapping views of
-    the padded input (no im2col copy).
+    (:class:`DerivedWeights`, one pack per part: a part split for each thread count keeps its own,
+    ~3.5 MB per layer of the text encoder's feed-forward). The rows are a strided view of the padded
+    input that the operator copies into one contiguous (rows, k * C_in) matrix (im2col).
 
     Args:
         conv: the convolution (plain, stride 1, one group: :func:`time_major_ready`).
@@ -235,6 +241,9 @@ def onednn_conv1d_rows(
     Returns:
         float (rows, C_out) or (rows, channels in ``outputs``); rows T and beyond are the
         convolution over the zero frames, not zeros.
+
+    Raises:
+        ValueError: if ``left + right`` is not ``dilation * (k - 1)`` or T exceeds ``rows``.
     """
     weight = conv.weight.detach()[outputs, inputs]
     out_channels, in_channels, taps = weight.shape
@@ -243,6 +252,11 @@ def onednn_conv1d_rows(
     holder = DerivedWeights.of(conv, "_onednn_taps" if whole else "_onednn_taps_{}_{}_{}_{}".format(*part))
     packed = holder.get([conv.weight], lambda: pack_linear_weight(weight.permute(0, 2, 1).reshape(out_channels, -1)))
     length, dilation = x.shape[0], conv.dilation[0]
+    if left + right != dilation * (taps - 1) or length > rows:
+        raise ValueError(
+            f"vits: a {taps}-tap convolution with dilation {dilation} needs left + right = {dilation * (taps - 1)} "
+            f"zero frames and at most {rows} rows, got {left} + {right} and {length}"
+        )
     padded = x.new_zeros(rows + dilation * (taps - 1), in_channels)
     padded[left : left + length] = x
     columns = padded.as_strided((rows, taps, in_channels), (in_channels, dilation * in_channels, 1))

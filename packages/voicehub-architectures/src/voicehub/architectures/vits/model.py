@@ -63,11 +63,11 @@ SHAPE_BUCKET = 32
 builds convolution kernels per input shape (a new length cost the decoder ~100 ms, measured
 against ~250 ms of work on one core), and rounded lengths repeat from call to call, so the kernels
 it cached are reused. Phoneme ids and the flow's frames are not padded here: rounding 109 ids up to
-128 cost the text side ~15 % and 240 frames up to 256 the flow ~7 %. The products the flow and the
-text encoder's feed-forward run in oneDNN round their rows to a multiple of 8 instead
-(:data:`~voicehub.architectures.vits.layers.ONEDNN_ROW_BUCKET`). One item decoded in tiles on
-several threads rounds each tile (:data:`~voicehub.architectures.vits.decoder.TILE_BUCKET`) and
-skips this padding."""
+128 cost the text side ~15 % and 240 frames up to 256 the flow ~7 % (measured on their earlier BLAS
+paths). The flow's oneDNN products, and one unmasked item's feed-forward from 56 ids on, round their
+rows to a multiple of 8 instead (:data:`~voicehub.architectures.vits.layers.ONEDNN_ROW_BUCKET`).
+One item decoded in tiles on several threads rounds each tile
+(:data:`~voicehub.architectures.vits.decoder.TILE_BUCKET`) and skips this padding."""
 
 
 # ----------------------------------------------------------------------------- the generator
@@ -341,7 +341,7 @@ class VITSGenerator(nn.Module):
             prior = text_side()
             z_p, y_mask, durations, num_frames, g = prior.z_p, prior.y_mask, prior.durations, prior.num_frames, prior.g
             max_frames = y_mask.shape[2]
-            padded_frames = _bucket(max_frames)  # for the decoder only: the flow costs nothing extra at a new length
+            padded_frames = _bucket(max_frames)  # for the decoder only: the flow rounds its own rows to 8
             hop = self.config.hop_length
             num_samples = num_frames * hop
             if per_item and batch > 1 and threads > 1:
