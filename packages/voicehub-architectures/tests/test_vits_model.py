@@ -27,6 +27,7 @@ from voicehub.architectures.vits import (
     load_piper_voice,
     pad_phoneme_ids,
 )
+from voicehub.architectures.vits.encoder import ONEDNN_FEED_FORWARD_MIN_ROWS
 from voicehub.architectures.vits.layers import sequence_mask
 from voicehub.architectures.vits.model import SPLIT_FLOW_MIN_FRAMES
 from voicehub.core.errors import ConfigError, InferenceOptionError, UnknownConfigKeyError
@@ -45,6 +46,9 @@ SENTENCES = [
     [1, 0, 20, 0, 59, 0, 24, 0, 120, 0, 27, 0, 100, 0, 3, 0, 35, 0, 120, 0, 62, 0, 122, 0, 24, 0, 17, 0, 4, 0, 2],
     [1, 0, 37, 0, 120, 0, 61, 0, 31, 0, 10, 0, 2],
 ]  # fmt: skip
+
+LONG_SENTENCE = SENTENCES[0][:-1] + SENTENCES[1][2:]
+"""77 ids: from 56 on one item's text-encoder feed-forward runs in oneDNN."""
 
 BATCH_TOLERANCE = 1e-4
 """Largest |batched - alone| sample: the same arithmetic in differently shaped BLAS calls (measured 9.1e-5)."""
@@ -347,6 +351,30 @@ def test_one_item_decoder_in_time_tiles_on_two_threads_equals_one_pass(
     signal = valid * 256
     assert float((tiled[:, :signal] - one_pass[:, :signal]).abs().max()) < 1e-6  # measured 5e-8
     assert float(one_pass[:, :signal].abs().max()) > 1e-2
+
+
+def test_a_long_sentence_on_the_split_path_runs_its_feed_forward_ranges_in_onednn(
+    voice: PiperVoice, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From 56 ids the text encoder's feed-forward runs in oneDNN. On the split path (idle threads
+    sleep, two threads) each layer's two hidden-channel ranges do, each with its own packed weights;
+    the durations and audio equal one thread's one pass (the whole feed-forward)."""
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    model = copy.deepcopy(voice.model)  # its own kept weights: which were built is checked
+    assert len(LONG_SENTENCE) >= ONEDNN_FEED_FORWARD_MIN_ROWS
+    with _two_threads():
+        audio, durations = _alone(model, LONG_SENTENCE, noise_scale=0.0, noise_w=0.0)
+    built = {
+        name
+        for name, holder in model.enc_p.encoder.ffn_layers[0].conv_2.__dict__.items()
+        if name.startswith("_onednn_taps") and holder.value is not None
+    }
+    assert built == {"_onednn_taps_0_192_0_384", "_onednn_taps_0_192_384_768"}
+    alone, alone_durations = _alone(model, LONG_SENTENCE, noise_scale=0.0, noise_w=0.0)
+    assert model.enc_p.encoder.ffn_layers[0].conv_2.__dict__["_onednn_taps"].value is not None
+    assert torch.equal(durations, alone_durations)
+    assert audio.shape == alone.shape
+    assert float((audio - alone).abs().max()) < 1e-4 and float(alone.abs().max()) > 1e-2
 
 
 @pytest.mark.parametrize(("policy", "on_workers"), [("PASSIVE", True), ("ACTIVE", False), (None, False)])
