@@ -34,6 +34,7 @@ from voicehub.architectures.vits.layers import (
     onednn_linear,
     onednn_usable,
     pack_linear_weight,
+    stacked_rows,
     time_major_ready,
 )
 
@@ -48,6 +49,7 @@ class _TimeMajorLayer:
         bias: the in-layer's bias (2 C,) or None.
         res_weight: the 1x1 res/skip layer's (C_out, C) weight, or it packed for oneDNN.
         res_bias: its bias (C_out,) or None.
+        onednn: whether the weights are in the oneDNN form.
 
     The first C outputs of the in-layer (the tanh half) are scaled by -2 in ``weight`` and ``bias``
     (see :meth:`WaveNet.time_major`).
@@ -57,6 +59,20 @@ class _TimeMajorLayer:
     bias: Tensor | None
     res_weight: Tensor
     res_bias: Tensor | None
+    onednn: bool
+
+    def gates(self, columns: Tensor, bias: Tensor | None) -> Tensor:
+        """``sigmoid(columns @ weight + bias)``: (T, k * C) -> (T, 2 C), ``bias`` (2 C,) or None."""
+        if self.onednn:
+            return onednn_linear(columns, self.weight, bias, "sigmoid")
+        product = torch.mm(columns, self.weight) if bias is None else torch.addmm(bias, columns, self.weight)
+        return product.sigmoid_()
+
+    def res_skip(self, acts: Tensor) -> Tensor:
+        """The 1x1 res/skip layer: (T, C) -> (T, C_out)."""
+        if self.onednn:
+            return onednn_linear(acts, self.res_weight, self.res_bias)
+        return F.linear(acts, self.res_weight, self.res_bias)
 
 
 class WaveNet(nn.Module):
@@ -128,6 +144,7 @@ class WaveNet(nn.Module):
                         bias=bias,
                         res_weight=pack_linear_weight(res_weight) if onednn else res_weight,
                         res_bias=None if res_skip.bias is None else res_skip.bias.detach(),
+                        onednn=onednn,
                     )
                 )
             return layers
@@ -164,21 +181,11 @@ class WaveNet(nn.Module):
         for i, (in_module, layer) in enumerate(zip(self.in_layers, self._time_major_layers(onednn), strict=True)):
             in_layer = cast(nn.Conv1d, in_module)
             pad, dilation, taps = int(in_layer.padding[0]), in_layer.dilation[0], in_layer.kernel_size[0]
-            padded = F.pad(x, (0, 0, pad, pad)).contiguous()  # the row strides below assume it
-            # Rows t .. t + (k - 1) d of the padded input, side by side: one (T, k * C) matrix.
-            columns = padded.as_strided((length, taps, channels), (channels, dilation * channels, 1))
-            columns = columns.reshape(length, taps * channels)
+            columns = stacked_rows(x, pad, taps, dilation, length)  # (T, k * C)
             bias = self._gate_bias(layer, cond, i)
-            if onednn:
-                gates = onednn_linear(columns, layer.weight, bias, "sigmoid")
-            else:
-                x_in = torch.mm(columns, layer.weight) if bias is None else torch.addmm(bias, columns, layer.weight)
-                gates = x_in.sigmoid_()
+            gates = layer.gates(columns, bias)
             acts = torch.addcmul(gates[:, channels:], gates[:, :channels], gates[:, channels:], value=-2)
-            if onednn:
-                res_skip_acts = onednn_linear(acts, layer.res_weight, layer.res_bias)
-            else:
-                res_skip_acts = F.linear(acts, layer.res_weight, layer.res_bias)
+            res_skip_acts = layer.res_skip(acts)
             skip = res_skip_acts[:, channels:] if i < last else res_skip_acts
             if i < last:
                 x = x + res_skip_acts[:, :channels]

@@ -246,7 +246,7 @@ def onednn_conv1d_rows(
         ValueError: if ``left + right`` is not ``dilation * (k - 1)`` or T exceeds ``rows``.
     """
     weight = conv.weight.detach()[outputs, inputs]
-    out_channels, in_channels, taps = weight.shape
+    out_channels, _, taps = weight.shape
     whole = outputs == slice(None) and inputs == slice(None)
     part = (*outputs.indices(conv.out_channels)[:2], *inputs.indices(conv.in_channels)[:2])
     holder = DerivedWeights.of(conv, "_onednn_taps" if whole else "_onednn_taps_{}_{}_{}_{}".format(*part))
@@ -257,11 +257,30 @@ def onednn_conv1d_rows(
             f"vits: a {taps}-tap convolution with dilation {dilation} needs left + right = {dilation * (taps - 1)} "
             f"zero frames and at most {rows} rows, got {left} + {right} and {length}"
         )
-    padded = x.new_zeros(rows + dilation * (taps - 1), in_channels)
-    padded[left : left + length] = x
-    columns = padded.as_strided((rows, taps, in_channels), (in_channels, dilation * in_channels, 1))
     added = conv.bias[outputs] if conv.bias is not None and bias else None
-    return onednn_linear(columns.reshape(rows, taps * in_channels), packed, added, activation)
+    return onednn_linear(stacked_rows(x, left, taps, dilation, rows), packed, added, activation)
+
+
+def stacked_rows(x: Tensor, left: int, taps: int, dilation: int, rows: int) -> Tensor:
+    """The im2col matrix of a k-tap convolution over one time-major item: row t holds input rows
+    t - left + j * dilation (j = 0 .. taps - 1) side by side, zeros outside ``x``.
+
+    Args:
+        x: float (T, C), T <= ``rows``.
+        left: zero frames before ``x``.
+        taps: the kernel size k.
+        dilation: the spacing of the taps, in frames.
+        rows: output rows (the zero frames after ``x`` fill up to ``rows + dilation * (k - 1)``).
+
+    Returns:
+        float (rows, k * C): a strided view of a new zero-padded copy of ``x`` (a product that needs
+        it contiguous copies it once; with dilation 1 it is a view, otherwise ``reshape`` copies).
+    """
+    channels = x.shape[1]
+    padded = x.new_zeros(rows + dilation * (taps - 1), channels)
+    padded[left : left + x.shape[0]] = x
+    columns = padded.as_strided((rows, taps, channels), (channels, dilation * channels, 1))
+    return columns.reshape(rows, taps * channels)
 
 
 def depthwise_conv1d(conv: nn.Conv1d, x: Tensor) -> Tensor:
@@ -350,6 +369,7 @@ __all__ = [
     "onednn_usable",
     "pack_linear_weight",
     "sequence_mask",
+    "stacked_rows",
     "time_major_conv1d",
     "time_major_ready",
 ]
