@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +118,39 @@ def test_read_manifest_checks_segments_and_unknown_fields(tmp_path: Path) -> Non
         (4, "transcript"),
         (5, "segments"),
     ]
+
+
+def test_a_gzip_compressed_manifest_reads_as_the_plain_one_without_lhotse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Once any gzip file was taken for a lhotse cut manifest: lhotse was required, then refused the rows.
+    (tmp_path / "clip.wav").symlink_to(CLIP)
+    rows = [
+        {"audio_path": "clip.wav", "duration_s": 2.99, "text": "he was not an ill disposed young man"},
+        {"audio_path": "clip.wav", "offset_s": 1.0, "duration_s": 1.5, "text": "an ill disposed", "recording": "r"},
+    ]
+    plain = _write(tmp_path / "train.jsonl", [json.dumps(row) for row in rows])
+    compressed = tmp_path / "train.jsonl.gz"
+    compressed.write_bytes(gzip.compress(plain.read_bytes()))
+    monkeypatch.setitem(sys.modules, "lhotse", None)  # not needed for voicehub rows
+    monkeypatch.setitem(sys.modules, "lhotse.serialization", None)
+    records = read_manifest(compressed, CONTRACT)
+    assert records == read_manifest(plain, CONTRACT)
+    assert [r.text for r in records] == ["he was not an ill disposed young man", "an ill disposed"]
+    bad = tmp_path / "bad.jsonl.gz"
+    bad.write_bytes(gzip.compress(b'{"audio_path": "clip.wav", "duration_s": 2.99}\nnot json\n'))
+    with pytest.raises(ManifestError) as caught:
+        read_manifest(bad, CONTRACT)
+    assert {(p.line, p.field) for p in caught.value.problems} == {(1, "text"), (2, "json")}, caught.value.problems
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt"])
+def test_a_damaged_gzip_manifest_is_a_manifest_error(tmp_path: Path, damage: str) -> None:
+    data = gzip.compress(b'{"audio_path": "clip.wav", "duration_s": 2.99, "text": "t"}\n' * 200)
+    manifest = tmp_path / "train.jsonl.gz"
+    manifest.write_bytes(data[: len(data) // 2] if damage == "truncated" else data[:20] + b"\xff" * 40 + data[60:])
+    with pytest.raises(ManifestError, match="cannot read"):
+        read_manifest(manifest, CONTRACT)
 
 
 def test_empty_manifest_is_refused(tmp_path: Path) -> None:

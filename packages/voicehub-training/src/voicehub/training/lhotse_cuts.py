@@ -23,28 +23,18 @@ reported as bad rows (nothing is mixed, padded or downloaded silently).
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Any
 
 from voicehub.core.lazy import import_optional
 from voicehub.training.errors import ManifestError, ManifestProblem
-from voicehub.training.manifest import ManifestRecord, parse_row
+from voicehub.training.manifest import ManifestRecord, open_manifest_text, parse_row, read_manifest_lines
 from voicehub.training.spec import DataContract, ManifestField
 
 INSTALL_HINT = 'pip install "voicehub-training[lhotse]"  (or "voicehub[lhotse]")'
-GZIP_MAGIC = b"\x1f\x8b"
-
-
-def _lines(file: Path) -> list[str]:
-    with file.open("rb") as handle:
-        compressed = handle.read(2) == GZIP_MAGIC
-    if compressed:
-        with gzip.open(file, "rt", encoding="utf-8") as handle:
-            return handle.read().splitlines()
-    return file.read_text(encoding="utf-8").splitlines()
 
 
 def _merged_segments(cut: Any) -> list[dict[str, float]]:
@@ -125,10 +115,7 @@ def read_lhotse_cuts(
         "lhotse.serialization", purpose="reading lhotse cut manifests", install_hint=INSTALL_HINT
     )
     file = Path(path)
-    try:
-        lines = _lines(file)
-    except (OSError, UnicodeDecodeError, EOFError) as err:
-        raise ManifestError(file, (ManifestProblem(line=0, field="file", message=f"cannot read: {err}"),)) from err
+    lines = read_manifest_lines(file)
     records: list[ManifestRecord] = []
     problems: list[ManifestProblem] = []
     first_line: dict[str, int] = {}  # cut id -> the line that listed it first
@@ -168,18 +155,16 @@ def read_lhotse_cuts(
 
 
 def is_lhotse_manifest(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` looks like a lhotse cut manifest: gzip-compressed, or a first row with a cut's keys."""
-    file = Path(path)
+    """Whether ``path`` looks like a lhotse cut manifest: a first row with a cut's keys (``recording``
+    or ``type``) and no ``audio_path``, in a plain or gzip-compressed file. A gzip-compressed JSONL
+    manifest of :mod:`voicehub.training.manifest` rows is not one."""
     try:
-        with file.open("rb") as handle:
-            if handle.read(2) == GZIP_MAGIC:
-                return True
-        with file.open(encoding="utf-8") as lines:
+        with open_manifest_text(Path(path)) as lines:
             text = next((line for line in lines if line.strip()), "")
-            if text:
-                row = json.loads(text)
-                return isinstance(row, dict) and "audio_path" not in row and ("recording" in row or "type" in row)
-    except (OSError, UnicodeDecodeError, ValueError):
+        if text:
+            row = json.loads(text)
+            return isinstance(row, dict) and "audio_path" not in row and ("recording" in row or "type" in row)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError):
         return False  # the JSONL reader reports the file's problem
     return False
 

@@ -22,12 +22,14 @@ dataclasses with ``to_dict`` / ``from_dict`` (times in seconds), as lhotse's are
 
 from __future__ import annotations
 
+import gzip
 import math
 import os
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from voicehub.core import strict_json
 from voicehub.core.audio_stream import audio_file_info
@@ -278,16 +280,41 @@ def parse_row(
     return record, problems
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_manifest_text(file: Path) -> IO[str]:
+    """``file`` opened for reading as UTF-8 text, through gzip when its first two bytes say so."""
+    with file.open("rb") as handle:
+        compressed = handle.read(2) == GZIP_MAGIC
+    return gzip.open(file, "rt", encoding="utf-8") if compressed else file.open(encoding="utf-8")
+
+
+def read_manifest_lines(file: Path) -> list[str]:
+    """The lines of a manifest file, plain or gzip-compressed (:func:`open_manifest_text`).
+
+    Raises:
+        ManifestError: when the file cannot be read (missing, unreadable, not UTF-8, a damaged or
+            truncated gzip stream), as one problem on line 0.
+    """
+    try:
+        with open_manifest_text(file) as handle:
+            return handle.read().splitlines()
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as err:
+        raise ManifestError(file, (ManifestProblem(line=0, field="file", message=f"cannot read: {err}"),)) from err
+
+
 def read_manifest(
     path: str | os.PathLike[str], contract: DataContract, *, check_audio: bool = True
 ) -> tuple[ManifestRecord, ...]:
     """Read and validate a JSONL manifest, or a lhotse cut manifest; every bad row is reported at once.
 
-    A gzip-compressed file, or one whose first row is a lhotse cut, is read by
-    :func:`voicehub.training.lhotse_cuts.read_lhotse_cuts` (needs lhotse installed).
+    Either may be gzip-compressed (``.jsonl.gz``, told by its first bytes, not its name). A file whose
+    first row is a lhotse cut is read by :func:`voicehub.training.lhotse_cuts.read_lhotse_cuts`
+    (needs lhotse installed).
 
     Args:
-        path: the ``.jsonl`` file (one JSON object per line; blank lines are skipped).
+        path: the ``.jsonl`` file (one JSON object per line; blank lines are skipped), plain or gzip.
         contract: the model's data contract (required fields, sample rate, longest clip).
         check_audio: open each file's header (existence, sample rate, duration); turn off only
             for manifests already checked.
@@ -306,10 +333,7 @@ def read_manifest(
     file = Path(path)
     if is_lhotse_manifest(file):
         return read_lhotse_cuts(file, contract, check_audio=check_audio)
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise ManifestError(file, (ManifestProblem(line=0, field="file", message=f"cannot read: {err}"),)) from err
+    lines = read_manifest_lines(file)
     base = file.parent.resolve()
     records: list[ManifestRecord] = []
     problems: list[ManifestProblem] = []
@@ -345,4 +369,14 @@ def write_manifest(records: Iterable[ManifestRecord], path: str | os.PathLike[st
     return file
 
 
-__all__ = ["DURATION_TOLERANCE_S", "ManifestRecord", "Segment", "parse_row", "read_manifest", "write_manifest"]
+__all__ = [
+    "DURATION_TOLERANCE_S",
+    "GZIP_MAGIC",
+    "ManifestRecord",
+    "Segment",
+    "open_manifest_text",
+    "parse_row",
+    "read_manifest",
+    "read_manifest_lines",
+    "write_manifest",
+]
