@@ -47,9 +47,8 @@ TILED_MIN_FRAMES = 64
 TILE_BUCKET = 8
 """Latent frames: a tile of :meth:`Generator._forward_tiled` is rounded up to a multiple of this.
 oneDNN builds its kernels per input shape (~100 ms for a new decoder length); rounded tiles repeat
-from call to call, and rounding each tile by 8 frames wastes less than rounding the whole signal by
-32 (:data:`~voicehub.architectures.vits.model.SHAPE_BUCKET`): a 236-frame sentence on two threads
-decodes 2 x 120 frames instead of 256."""
+from call to call (as the one-pass path's lengths, :data:`~voicehub.architectures.vits.model.SHAPE_BUCKET`):
+a 236-frame sentence on two threads decodes 2 x 120 frames."""
 
 WORKSPACE_MAX_BYTES = 32 * 2**20
 """Largest activation buffer the oneDNN path keeps between calls (one of four; 32 MB holds the last
