@@ -8,15 +8,16 @@ the voice's default scales (noise on), and ``--threads`` threads (torch intra-op
 ORT's ``intra_op_num_threads``).
 
 Rows, each the minimum and median of ``--repeats`` repeats, the runtimes interleaved within each
-repeat (ORT, native, ORT, native, ...) so that load changes hit both alike:
+repeat (ORT, native, ORT, native, ...; in the 16-sentence row which one goes first alternates)
+so that load changes hit both alike:
 
 * ``short``: one sentence (~2.5 s of audio); ``long``: a paragraph of five sentences (~20 s).
   RTF = wall time / audio seconds (each side divided by its own audio: the noise differs, so
   lengths differ a little). Time to first audio (TTFA): ORT, the front end plus the first
   sentence's run; native, the first chunk of ``stream()`` (its ``time_to_first_audio_s``).
 * ``16 sentences``: ORT one by one and native ``generate`` one by one (alternating sentence by
-  sentence, so each sentence's pair of calls is adjacent; the median of the per-sentence ratios is
-  the steadiest comparison on a noisy machine), and native ``generate`` of the
+  sentence after one untimed pass of both, so each sentence's pair of calls is adjacent; the
+  per-sentence ratio is of RTFs, each side's time over its own audio), and native ``generate`` of the
   list of 16 (one padded batch); seconds per sentence.
 
 ``--no-spin`` stops idle worker threads from spinning in both runtimes (``OMP_WAIT_POLICY=PASSIVE``
@@ -137,15 +138,17 @@ def main() -> None:
             first = first or float(chunk.metadata["time_to_first_audio_s"])
         return time.perf_counter() - start, first, samples / voice.sample_rate
 
-    def native_generate(texts: list[str], batched: bool) -> float:
-        """Seconds in ``generate``: one call of the list, or one call per text (a pause before each)."""
-        total = 0.0
+    def native_generate(texts: list[str], batched: bool) -> tuple[float, float]:
+        """(seconds in ``generate``, audio seconds): one call of the list, or one call per text (a
+        pause before each)."""
+        total = audio = 0.0
         for call in [texts] if batched else texts:
             time.sleep(args.settle)
             start = time.perf_counter()
-            tts.generate(call)
+            out = tts.generate(call)
             total += time.perf_counter() - start
-        return total
+            audio += sum(o.audio.shape[0] for o in (out if isinstance(out, list) else [out])) / voice.sample_rate
+        return total, audio
 
     print(
         f"threads={args.threads} repeats={args.repeats} no_spin={args.no_spin} settle={args.settle} "
@@ -176,28 +179,35 @@ def main() -> None:
 
     if args.no_batch:
         return
-    native_generate(SIXTEEN[:2], True)  # warm-up
+    native_generate(SIXTEEN[:2], True)  # warm-up: the batch's shapes
+    for text in SIXTEEN:  # warm-up: the sentences' decoder lengths (noise moves them a little per call)
+        ort_text(text)
+        native_generate([text], False)
     ort_s, single_s, batched_s = [], [], []
-    per_sentence: list[float] = []  # native / ORT of one sentence, the two calls one after the other
-    audio_16 = 0.0
+    per_sentence: list[float] = []  # native RTF / ORT RTF of one sentence, the two calls one after the other
+    audio_16 = native_audio_16 = 0.0
     for repeat in range(args.repeats):
         # Sentence by sentence, the runtimes alternating (a pause before each call), which one goes
         # first alternating too: the ratio of each pair is measured seconds apart, not a whole pass.
         ort_total = native_total = 0.0
-        audio_16 = 0.0
+        audio_16 = native_audio_16 = 0.0
         for index, text in enumerate(SIXTEEN):
             if (repeat + index) % 2 == 0:
                 ort_wall, _, audio = ort_text(text)
-                native_wall = native_generate([text], False)
+                native_wall, native_audio = native_generate([text], False)
             else:
-                native_wall = native_generate([text], False)
+                native_wall, native_audio = native_generate([text], False)
                 ort_wall, _, audio = ort_text(text)
-            per_sentence.append(native_wall / ort_wall)
-            ort_total, native_total, audio_16 = ort_total + ort_wall, native_total + native_wall, audio_16 + audio
+            per_sentence.append((native_wall / native_audio) / (ort_wall / audio))
+            ort_total, native_total = ort_total + ort_wall, native_total + native_wall
+            audio_16, native_audio_16 = audio_16 + audio, native_audio_16 + native_audio
         ort_s.append(ort_total)
         single_s.append(native_total)
-        batched_s.append(native_generate(SIXTEEN, True))
-    print(f"16 sentences, {audio_16:.1f} s of audio; seconds per sentence (min/median):")
+        batched_s.append(native_generate(SIXTEEN, True)[0])
+    print(
+        f"16 sentences, {audio_16:.1f} s of audio (native {native_audio_16:.1f} s, last repeat); "
+        "seconds per sentence (min/median):"
+    )
     for name, times in (("ORT one by one", ort_s), ("native one by one", single_s), ("native batched", batched_s)):
         print(f"  {name:<18} {_min_med([t / 16 for t in times])}")
     ratios = [b / s for b, s in zip(batched_s, single_s, strict=True)]
@@ -205,8 +215,9 @@ def main() -> None:
     for label, values in (("native one by one", ratios), ("ORT one by one", versus_ort)):
         print(f"  native batched / {label}, same repeat: min {min(values):.2f}, median {statistics.median(values):.2f}")
     print(
-        f"  native / ORT one by one: {min(single_s) / min(ort_s):.2f} by the best repeats; per sentence (each pair "
-        f"of calls adjacent), median {statistics.median(per_sentence):.3f} of {len(per_sentence)}, quartiles "
+        f"  native / ORT one by one: {min(single_s) / min(ort_s):.2f} by the best repeats (time); per sentence "
+        f"(RTFs, each pair of calls adjacent), median {statistics.median(per_sentence):.3f} of {len(per_sentence)}, "
+        "quartiles "
         f"{np.percentile(per_sentence, 25):.3f}-{np.percentile(per_sentence, 75):.3f}"
     )
 

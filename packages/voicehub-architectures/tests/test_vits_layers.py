@@ -154,12 +154,13 @@ def test_transposed_upsampling_equals_conv_transpose1d(layer: TimeConvTranspose1
 
 def test_transposed_upsampling_keeps_a_pack_per_input_shape(voice: PiperVoice) -> None:
     """oneDNN lays a packed weight out by input length; the voice's first upsampling layer keeps one
-    pack per shape (the oldest dropped past PACKED_VARIANTS_KEPT, all dropped when the weight changes)
-    and each call equals ``F.conv_transpose1d``."""
+    pack per shape (the least recently used dropped past PACKED_VARIANTS_KEPT, all dropped when the
+    weight changes) and each call equals ``F.conv_transpose1d``."""
     layer = copy.deepcopy(cast(TimeConvTranspose1d, voice.model.dec.ups[0]))
     if "_packed_weight" in layer.__dict__:
         assert not layer.__dict__["_packed_weight"].packs  # a copy packs again
-    lengths = [20, 256, 20, 7, 50, 90, 300]
+    assert PACKED_VARIANTS_KEPT == 8  # the expected order below is written for 8
+    lengths = [20, 256, 20, 7, 50, 90, 300, 33, 60, 20, 128]
     for length in lengths:
         x = _channels_last(1, layer.in_channels, length, seed=length)
         with torch.inference_mode():
@@ -167,7 +168,8 @@ def test_transposed_upsampling_keeps_a_pack_per_input_shape(voice: PiperVoice) -
         assert float((fast - reference).abs().max()) < TOLERANCE and float(reference.abs().max()) > 0.1
     packs = layer.__dict__["_packed_weight"].packs
     threads = torch.get_num_threads()
-    assert list(packs) == [(1, 256, 1, length, threads) for length in lengths[-PACKED_VARIANTS_KEPT:]]
+    # 20 was used again before 128 came: 256 is the least recently used (by insertion, 20 would go).
+    assert list(packs) == [(1, 256, 1, length, threads) for length in (7, 50, 90, 300, 33, 60, 20, 128)]
     with torch.no_grad():
         layer.weight.mul_(-1)
     x = _channels_last(1, layer.in_channels, 300, seed=300)

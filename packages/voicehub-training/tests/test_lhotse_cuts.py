@@ -47,7 +47,7 @@ def _good_cuts() -> list[object]:
 def test_cut_manifest_written_by_lhotse_reads_into_records(tmp_path: Path) -> None:
     manifest = tmp_path / "cuts.jsonl.gz"
     lhotse.CutSet.from_cuts(_good_cuts()).to_file(manifest)
-    part, whole = read_manifest(manifest, ASR)  # gzip: dispatched to the lhotse reader
+    part, whole = read_manifest(manifest, ASR)  # its first row is a cut: the lhotse reader (gzip or not)
     assert part.audio_path == CLIP_0880.resolve() and whole.audio_path == CLIP_0930.resolve()
     assert (part.offset_s, part.duration_s, whole.offset_s) == (0.5, 2.0, 0.0)
     assert part.text == "was not an ill disposed" and part.speaker == "reader"

@@ -144,6 +144,21 @@ def test_a_gzip_compressed_manifest_reads_as_the_plain_one_without_lhotse(
     assert {(p.line, p.field) for p in caught.value.problems} == {(1, "text"), (2, "json")}, caught.value.problems
 
 
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_transcript_with_unicode_line_separators_stays_one_row(tmp_path: Path, compress: bool) -> None:
+    # write_manifest (and lhotse) leave U+0085 / U+2028 / U+2029 unescaped; str.splitlines cut rows there.
+    (tmp_path / "clip.wav").symlink_to(CLIP)
+    text = "he was not\u2028an ill\u0085disposed\u2029young man"
+    record = ManifestRecord(audio_path=tmp_path / "clip.wav", duration_s=2.99, text=text)
+    written = write_manifest([record], tmp_path / "m.jsonl")
+    assert "\u2028" in written.read_text(encoding="utf-8")  # written as the character, not escaped
+    if compress:
+        written = tmp_path / "m.jsonl.gz"
+        written.write_bytes(gzip.compress((tmp_path / "m.jsonl").read_bytes()))
+    (read,) = read_manifest(written, CONTRACT)
+    assert read.text == text and read.line == 1
+
+
 @pytest.mark.parametrize("damage", ["truncated", "corrupt"])
 def test_a_damaged_gzip_manifest_is_a_manifest_error(tmp_path: Path, damage: str) -> None:
     data = gzip.compress(b'{"audio_path": "clip.wav", "duration_s": 2.99, "text": "t"}\n' * 200)

@@ -313,8 +313,12 @@ def test_inputs_from_a_directory_a_path_list_and_a_jsonl_manifest(tmp_path: Path
     assert expand_inputs(tmp_path / "clips") == paths
     (tmp_path / "list.txt").write_text("# clips\nclips/clip-002.wav\n\n" + paths[0] + "\nclips/clip-002.wav\n")
     assert expand_inputs(tmp_path / "list.txt") == [paths[2], paths[0]]
-    lines = [json.dumps({"path": "clips/clip-001.wav", "text": "x"}), json.dumps({"audio_filepath": paths[0]})]
-    (tmp_path / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+    # A text with U+2028 written unescaped (ensure_ascii=False, as most JSONL writers) stays in its row.
+    lines = [
+        json.dumps({"path": "clips/clip-001.wav", "text": "x\u2028y"}, ensure_ascii=False),
+        json.dumps({"audio_filepath": paths[0]}),
+    ]
+    (tmp_path / "manifest.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert expand_inputs(tmp_path / "manifest.jsonl") == [paths[1], paths[0]]
     (tmp_path / "bad.jsonl").write_text('{"file": "a.wav"}\n')
     with pytest.raises(BatchInputError, match=r"bad\.jsonl:1: expected an object with a string 'path'"):

@@ -299,7 +299,9 @@ def read_manifest_lines(file: Path) -> list[str]:
     """
     try:
         with open_manifest_text(file) as handle:
-            return handle.read().splitlines()
+            # Rows end at "\n" only (text mode turns "\r\n" into it): str.splitlines would also cut a
+            # row at U+0085, U+2028 or U+2029, which JSON writers leave unescaped inside strings.
+            return handle.read().split("\n")
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as err:
         raise ManifestError(file, (ManifestProblem(line=0, field="file", message=f"cannot read: {err}"),)) from err
 

@@ -31,7 +31,8 @@ def _read_list(path: Path) -> list[str]:
 
 def _read_manifest(path: Path) -> list[str]:
     paths = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    # Rows end at "\n" only: str.splitlines would also cut one at U+0085, U+2028 or U+2029 inside a string.
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
         if not line.strip():
             continue
         try:

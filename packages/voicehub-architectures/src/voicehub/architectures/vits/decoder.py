@@ -36,9 +36,12 @@ LRELU_SLOPE = 0.1
 POLYPHASE_BLOCK = 8
 """Samples per step of :meth:`TimeConv1d.onednn_polyphase` (measured fastest of 4, 8 and 16)."""
 
-PACKED_VARIANTS_KEPT = 4
-"""Packs of one weight kept for different input shapes (:meth:`TimeConvTranspose1d.onednn`):
-two tiles of a stage, and a few sentence lengths, without holding one pack per length ever seen."""
+PACKED_VARIANTS_KEPT = 8
+"""Packs of one weight kept for different input shapes (:meth:`TimeConvTranspose1d.onednn`), the
+least recently used dropped first: two tiles of a stage and the lengths of sentences in rotation
+(8-frame steps, :data:`~voicehub.architectures.vits.model.SHAPE_BUCKET`), without holding one pack
+per length ever seen. Bound for the joe-medium voice: 8 x 2.6 MB for its three upsampling layers.
+A length that missed repacks the three (~0.5 ms, measured 0.36 + 0.10 + 0.04 ms on two threads)."""
 
 TILED_MIN_FRAMES = 64
 """Latent frames from which one item is decoded in time tiles on several threads
@@ -46,7 +49,7 @@ TILED_MIN_FRAMES = 64
 
 TILE_BUCKET = 8
 """Latent frames: a tile of :meth:`Generator._forward_tiled` is rounded up to a multiple of this.
-oneDNN builds its kernels per input shape (~100 ms for a new decoder length); rounded tiles repeat
+oneDNN builds its kernels per input shape (75-120 ms for a new decoder length); rounded tiles repeat
 from call to call (as the one-pass path's lengths, :data:`~voicehub.architectures.vits.model.SHAPE_BUCKET`):
 a 236-frame sentence on two threads decodes 2 x 120 frames."""
 
@@ -60,7 +63,7 @@ in an arena for the same reason. Longer sentences get fresh buffers."""
 class _PackedWeight:
     """A weight (times a scale) prepared for oneDNN (reordered, or rearranged), keyed by the source
     tensor's storage and version, and by a ``variant`` (the input shape a pack was made for, where the
-    caller asks) with up to :data:`PACKED_VARIANTS_KEPT` variants kept.
+    caller asks) with up to :data:`PACKED_VARIANTS_KEPT` variants kept, the least recently used dropped.
 
     Never saved, copied or pickled: a copy of the module starts empty and packs again on first use.
     """
@@ -81,14 +84,16 @@ class _PackedWeight:
         with self.lock:
             if self.key != key:
                 self.key, self.packs = key, {}
-            packed = self.packs.get(variant)
+            packed = self.packs.pop(variant, None)
+            if packed is not None:
+                self.packs[variant] = packed  # the most recently used is last
         if packed is None:
             source = weight.detach().unsqueeze(2)
             packed = pack(source if scale == 1.0 else source * scale)
             with self.lock:
                 if self.key == key:
                     if len(self.packs) >= PACKED_VARIANTS_KEPT:
-                        del self.packs[next(iter(self.packs))]  # the oldest
+                        del self.packs[next(iter(self.packs))]  # the least recently used
                     self.packs[variant] = packed
         return packed
 
@@ -294,10 +299,10 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
         frames, one thread, min of 15: 101.8 -> 65.1 ms on 64 frames, 233.8 -> 190.9 on 256; on two threads, where
         these lengths share a layout, 36.2 -> 37.7 and 128.8 -> 137.0 (the new shape's pack, within
         noise). A new shape costs the reorder from the plain layout (0.03-0.33 ms per layer). The
-        model's own decoder lengths (multiples of 32 frames, 32-1024 scanned) and the tiles of
-        :meth:`Generator._forward_tiled` all fell in one layout on this voice, one or two threads:
-        there the per-shape packs cost those reorders and save nothing; they guard other lengths
-        (direct calls) and other voices' shapes.
+        model's decoder lengths when they were multiples of 32 frames (32-1024 scanned) and the tiles
+        of :meth:`Generator._forward_tiled` all fell in one layout on this voice, one or two threads
+        (not re-scanned for the multiples of 8 used since): there the per-shape packs cost those
+        reorders and save nothing; they guard other lengths and other voices' shapes.
         """
         if "_packed_weight" not in self.__dict__:
             self._packed_weight = _PackedWeight()
