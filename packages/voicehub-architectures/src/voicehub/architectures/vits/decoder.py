@@ -39,8 +39,8 @@ POLYPHASE_BLOCK = 8
 PACKED_VARIANTS_KEPT = 8
 """Packs of one weight kept for different input shapes (:meth:`TimeConvTranspose1d.onednn`), the
 least recently used dropped first: two tiles of a stage and the lengths of sentences in rotation
-(8-frame steps, :data:`~voicehub.architectures.vits.model.SHAPE_BUCKET`), without holding one pack
-per length ever seen. Bound for the joe-medium voice: 8 x 2.6 MB for its three upsampling layers.
+(:data:`~voicehub.architectures.vits.model.SHAPE_BUCKET`, :data:`TILE_BUCKET`), without holding one
+pack per length ever seen. Bound for the joe-medium voice: 8 x 2.6 MB for its three upsampling layers.
 A length that missed repacks the three (~0.5 ms, measured 0.36 + 0.10 + 0.04 ms on two threads)."""
 
 TILED_MIN_FRAMES = 64
@@ -50,8 +50,9 @@ TILED_MIN_FRAMES = 64
 TILE_BUCKET = 8
 """Latent frames: a tile of :meth:`Generator._forward_tiled` is rounded up to a multiple of this.
 oneDNN builds its kernels per input shape (75-120 ms for a new decoder length); rounded tiles repeat
-from call to call (as the one-pass path's lengths, :data:`~voicehub.architectures.vits.model.SHAPE_BUCKET`):
-a 236-frame sentence on two threads decodes 2 x 120 frames."""
+from call to call, and rounding each tile by 8 frames wastes less than rounding the whole signal by
+32 (:data:`~voicehub.architectures.vits.model.SHAPE_BUCKET`): a 236-frame sentence on two threads
+decodes 2 x 120 frames instead of 256."""
 
 WORKSPACE_MAX_BYTES = 32 * 2**20
 """Largest activation buffer the oneDNN path keeps between calls (one of four; 32 MB holds the last
@@ -299,9 +300,9 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
         frames, one thread, min of 15: 101.8 -> 65.1 ms on 64 frames, 233.8 -> 190.9 on 256; on two threads, where
         these lengths share a layout, 36.2 -> 37.7 and 128.8 -> 137.0 (the new shape's pack, within
         noise). A new shape costs the reorder from the plain layout (0.03-0.33 ms per layer). The
-        model's decoder lengths when they were multiples of 32 frames (32-1024 scanned) and the tiles
+        model's own decoder lengths (multiples of 32 frames, 32-1024 scanned) and the tiles
         of :meth:`Generator._forward_tiled` all fell in one layout on this voice, one or two threads
-        (not re-scanned for the multiples of 8 used since): there the per-shape packs cost those
+        (multiples of 8 not scanned): there the per-shape packs cost those
         reorders and save nothing; they guard other lengths and other voices' shapes.
         """
         if "_packed_weight" not in self.__dict__:

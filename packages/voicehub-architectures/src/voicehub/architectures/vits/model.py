@@ -58,24 +58,22 @@ SPLIT_FLOW_MIN_FRAMES = 96
 :meth:`~voicehub.architectures.vits.flow.ResidualCouplingBlock.inverse_in_pieces`); a shorter flow
 is cheaper than the pieces' extra context and the threads' wake-ups."""
 
-SHAPE_BUCKET = 8
+SHAPE_BUCKET = 32
 """Latent frames are padded (and masked) up to a multiple of this before the decoder runs: oneDNN
 builds convolution kernels per input shape (a new length costs the decoder's first call 75-120 ms
 more on two threads), and rounded lengths repeat from call to call, so the kernels it cached are
-reused. 8, not 32 as before: the padding is decoded like signal, and 32 wasted ~10 % of the
-decoder's work on average (the 16 benchmark sentences: 2816 frames decoded for 2554; with 8, 2608).
-Measured 2026-12-02 (2 threads, AMD EPYC, interleaved, 4 repeats, the decoder's shapes built
-beforehand): ``generate()`` of the 16 sentences 0.956x the time with 32 (decoder alone 0.92x). The
-price is more first calls at a new length: at most one per 8 frames of sentence length (51 lengths
-from 40 to 440 frames stay cached together, measured), each paid once per process; and when more
-lengths than :data:`~voicehub.architectures.vits.decoder.PACKED_VARIANTS_KEPT` rotate, a call may
-repack the upsampling weights (~0.5 ms). Phoneme ids and the flow's frames are not padded here:
-rounding 109 ids up to 128 cost the text side ~15 % and 240 frames up to 256 the flow ~7 % (measured
-on their earlier BLAS paths). The flow's oneDNN products, and one unmasked item's feed-forward from
-56 ids on, round their rows to a multiple of 8 instead
-(:data:`~voicehub.architectures.vits.layers.ONEDNN_ROW_BUCKET`). One item decoded in tiles on
-several threads rounds each tile (:data:`~voicehub.architectures.vits.decoder.TILE_BUCKET`) and
-skips this padding."""
+reused. The padding is decoded like signal: 32 decodes ~10 % more frames than the signal (the 16
+benchmark sentences: 2816 for 2554). 8 was measured too (2026-12-02, 2 threads, AMD EPYC): with
+every shape built beforehand, ``generate()`` of the 16 sentences took 0.956x the time; but a
+paragraph streamed 10 times with fresh noise, 10 calls in a new process, took 1.06x and 1.16x by
+medians (two processes each) (same best times), since new 8-frame lengths kept turning up and each
+paid its first call. 32 stays until recurring lengths can be tightened without paying for one-off
+ones. Phoneme ids and the flow's frames are not padded here: rounding 109 ids up to 128 cost the
+text side ~15 % and 240 frames up to 256 the flow ~7 % (measured on their earlier BLAS paths). The
+flow's oneDNN products, and one unmasked item's feed-forward from 56 ids on, round their rows to a
+multiple of 8 instead (:data:`~voicehub.architectures.vits.layers.ONEDNN_ROW_BUCKET`). One item
+decoded in tiles on several threads rounds each tile
+(:data:`~voicehub.architectures.vits.decoder.TILE_BUCKET`) and skips this padding."""
 
 
 # ----------------------------------------------------------------------------- the generator
