@@ -300,10 +300,10 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
         frames, one thread, min of 15: 101.8 -> 65.1 ms on 64 frames, 233.8 -> 190.9 on 256; on two threads, where
         these lengths share a layout, 36.2 -> 37.7 and 128.8 -> 137.0 (the new shape's pack, within
         noise). A new shape costs the reorder from the plain layout (0.03-0.33 ms per layer). The
-        model's own decoder lengths (multiples of 32 frames, 32-1024 scanned) and the tiles
-        of :meth:`Generator._forward_tiled` all fell in one layout on this voice, one or two threads
-        (multiples of 8 not scanned): there the per-shape packs cost those
-        reorders and save nothing; they guard other lengths and other voices' shapes.
+        model's own decoder lengths (multiples of 32 frames, 32-1024 scanned) and the tiles of
+        :meth:`Generator._forward_tiled` all fell in one layout on this voice, one or two threads:
+        there the per-shape packs cost those reorders and save nothing; they guard other lengths
+        (direct calls) and other voices' shapes.
         """
         if "_packed_weight" not in self.__dict__:
             self._packed_weight = _PackedWeight()

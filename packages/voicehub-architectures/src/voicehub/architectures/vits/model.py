@@ -66,7 +66,7 @@ reused. The padding is decoded like signal: 32 decodes ~10 % more frames than th
 benchmark sentences: 2816 for 2554). 8 was measured too (2026-12-02, 2 threads, AMD EPYC): with
 every shape built beforehand, ``generate()`` of the 16 sentences took 0.956x the time; but a
 paragraph streamed 10 times with fresh noise, 10 calls in a new process, took 1.06x and 1.16x by
-medians (two processes each) (same best times), since new 8-frame lengths kept turning up and each
+medians (two processes each; best times alike), since new 8-frame lengths kept turning up and each
 paid its first call. 32 stays until recurring lengths can be tightened without paying for one-off
 ones. Phoneme ids and the flow's frames are not padded here: rounding 109 ids up to 128 cost the
 text side ~15 % and 240 frames up to 256 the flow ~7 % (measured on their earlier BLAS paths). The
