@@ -217,8 +217,7 @@ def main() -> None:
     print(
         f"  native / ORT one by one: {min(single_s) / min(ort_s):.2f} by the best repeats (time); per sentence "
         f"(RTFs, each pair of calls adjacent), median {statistics.median(per_sentence):.3f} of {len(per_sentence)}, "
-        "quartiles "
-        f"{np.percentile(per_sentence, 25):.3f}-{np.percentile(per_sentence, 75):.3f}"
+        f"quartiles {np.percentile(per_sentence, 25):.3f}-{np.percentile(per_sentence, 75):.3f}"
     )
 
 

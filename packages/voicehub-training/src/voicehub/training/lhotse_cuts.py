@@ -25,16 +25,22 @@ from __future__ import annotations
 
 import json
 import os
-import zlib
 from pathlib import Path
 from typing import Any
 
 from voicehub.core.lazy import import_optional
 from voicehub.training.errors import ManifestError, ManifestProblem
-from voicehub.training.manifest import ManifestRecord, open_manifest_text, parse_row, read_manifest_lines
+from voicehub.training.manifest import (
+    UNREADABLE_FILE_ERRORS,
+    ManifestRecord,
+    open_manifest_text,
+    parse_row,
+    read_manifest_lines,
+)
 from voicehub.training.spec import DataContract, ManifestField
 
 INSTALL_HINT = 'pip install "voicehub-training[lhotse]"  (or "voicehub[lhotse]")'
+_NOT_A_CUT_ROW: tuple[type[Exception], ...] = (*UNREADABLE_FILE_ERRORS, ValueError)  # ValueError: bad JSON
 
 
 def _merged_segments(cut: Any) -> list[dict[str, float]]:
@@ -164,7 +170,7 @@ def is_lhotse_manifest(path: str | os.PathLike[str]) -> bool:
         if text:
             row = json.loads(text)
             return isinstance(row, dict) and "audio_path" not in row and ("recording" in row or "type" in row)
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError):
+    except _NOT_A_CUT_ROW:
         return False  # the JSONL reader reports the file's problem
     return False
 

@@ -281,10 +281,21 @@ def parse_row(
 
 
 GZIP_MAGIC = b"\x1f\x8b"
+"""The first two bytes of a gzip stream (RFC 1952, section 2.3.1): how a compressed manifest is told."""
+
+UNREADABLE_FILE_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error, UnicodeDecodeError)
+"""What reading a manifest file through :func:`open_manifest_text` raises for a file that cannot be
+read: missing or unreadable (``OSError``, also gzip's bad header or CRC), a truncated gzip stream
+(``EOFError``), a corrupt one (``zlib.error``), bytes that are not UTF-8."""
 
 
 def open_manifest_text(file: Path) -> IO[str]:
-    """``file`` opened for reading as UTF-8 text, through gzip when its first two bytes say so."""
+    """``file`` opened for reading as UTF-8 text, through gzip when its first two bytes say so.
+
+    Raises:
+        OSError: when the file cannot be opened; reading the handle raises one of
+            :data:`UNREADABLE_FILE_ERRORS` for damaged content.
+    """
     with file.open("rb") as handle:
         compressed = handle.read(2) == GZIP_MAGIC
     return gzip.open(file, "rt", encoding="utf-8") if compressed else file.open(encoding="utf-8")
@@ -302,7 +313,7 @@ def read_manifest_lines(file: Path) -> list[str]:
             # Rows end at "\n" only (text mode turns "\r\n" into it): str.splitlines would also cut a
             # row at U+0085, U+2028 or U+2029, which JSON writers leave unescaped inside strings.
             return handle.read().split("\n")
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as err:
+    except UNREADABLE_FILE_ERRORS as err:
         raise ManifestError(file, (ManifestProblem(line=0, field="file", message=f"cannot read: {err}"),)) from err
 
 
@@ -374,6 +385,7 @@ def write_manifest(records: Iterable[ManifestRecord], path: str | os.PathLike[st
 __all__ = [
     "DURATION_TOLERANCE_S",
     "GZIP_MAGIC",
+    "UNREADABLE_FILE_ERRORS",
     "ManifestRecord",
     "Segment",
     "open_manifest_text",
