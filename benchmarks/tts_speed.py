@@ -8,8 +8,11 @@ the voice's default scales (noise on), and ``--threads`` threads (torch intra-op
 ORT's ``intra_op_num_threads``).
 
 Rows, each the minimum and median of ``--repeats`` repeats, the runtimes interleaved within each
-repeat (ORT, native, ORT, native, ...; in the 16-sentence row which one goes first alternates)
-so that load changes hit both alike:
+repeat (the two calls of a pair adjacent in time, which one goes first alternating) so that load
+changes hit both alike. Besides the ratio of the best times, every row gives the median of the
+per-pair ratios with a 95 % bootstrap interval of that median (:func:`_paired`): on a shared
+machine whose speed drifts by 10-20 % within minutes, ratios of calls made seconds apart move far
+less than ratios of whole repeats, and their median does not hang on one lucky call:
 
 * ``short``: one sentence (~2.5 s of audio); ``long``: a paragraph of five sentences (~20 s).
   RTF = wall time / audio seconds (each side divided by its own audio: the noise differs, so
@@ -30,7 +33,7 @@ call, and in an interleaved run those of the call just finished take the cores o
 Every call then starts from an idle machine, as a request after a pause does. ``--settle 0`` runs
 the calls back to back.
 
-Usage: ``uv run python benchmarks/tts_speed.py [--repeats 5] [--threads 2] [--no-spin] [--settle 0.1] [--no-batch]``
+Usage: ``uv run python benchmarks/tts_speed.py [--repeats 10] [--threads 2] [--no-spin] [--settle 0.1] [--no-batch]``
 """
 
 from __future__ import annotations
@@ -71,18 +74,39 @@ SIXTEEN = [
 ]
 
 
+BOOTSTRAP_RESAMPLES = 2000
+
+
 def _min_med(values: list[float]) -> str:
     return f"{min(values):.3f}/{statistics.median(values):.3f}"
 
 
+def _paired(ratios: list[float]) -> str:
+    """The median of per-pair ratios (native / ORT) and its 95 % percentile-bootstrap interval
+    (Efron & Tibshirani 1993, ch. 13: the 2.5th and 97.5th percentiles of the medians of
+    :data:`BOOTSTRAP_RESAMPLES` resamples with replacement; fixed seed, so a run prints the same
+    interval for the same ratios)."""
+    values = np.asarray(ratios)
+    resamples = np.random.default_rng(0).choice(values, size=(BOOTSTRAP_RESAMPLES, values.size), replace=True)
+    low, high = np.percentile(np.median(resamples, axis=1), [2.5, 97.5])
+    return f"{np.median(values):.3f} [{low:.3f}-{high:.3f}] of {values.size}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=10,
+        help="pairs of calls: 2x this for one sentence and for the paragraph, 16x for the 16 sentences",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-spin", action="store_true", help="idle threads sleep instead of spinning (both runtimes)")
     parser.add_argument("--no-batch", action="store_true", help="skip the 16-sentence rows")
     parser.add_argument("--settle", type=float, default=0.1, help="seconds of pause before every timed call")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"--repeats must be >= 1, got {args.repeats}")
     if args.settle < 0:
         parser.error(f"--settle must be >= 0 seconds, got {args.settle}")
     if args.no_spin:
@@ -159,23 +183,33 @@ def main() -> None:
         f"{'text':<6} {'audio s':>7} {'ORT RTF':>12} {'native RTF':>12} {'RTF nat/ORT':>11} "
         f"{'ORT TTFA s':>12} {'native TTFA s':>13} {'TTFA nat/ORT':>12}   (min/median)"
     )
-    for name, text in (("short", SHORT), ("long", LONG)):
+    paired_rows: list[str] = []
+    for name, text, repeats in (("short", SHORT, args.repeats * 2), ("long", LONG, args.repeats * 2)):
         ort_text(text)  # warm-up: shapes, allocators, espeak
         native_stream(text)
         ort_rtf, native_rtf, ort_first, native_first = [], [], [], []
         audio = 0.0
-        for _ in range(args.repeats):
-            wall, first, audio = ort_text(text)
+        for repeat in range(repeats):
+            if repeat % 2 == 0:
+                wall, first, audio = ort_text(text)
+                native_wall, native_first_s, native_audio = native_stream(text)
+            else:
+                native_wall, native_first_s, native_audio = native_stream(text)
+                wall, first, audio = ort_text(text)
             ort_rtf.append(wall / audio)
             ort_first.append(first)
-            wall, first, native_audio = native_stream(text)
-            native_rtf.append(wall / native_audio)
-            native_first.append(first)
+            native_rtf.append(native_wall / native_audio)
+            native_first.append(native_first_s)
         print(
             f"{name:<6} {audio:7.1f} {_min_med(ort_rtf):>12} {_min_med(native_rtf):>12} "
             f"{min(native_rtf) / min(ort_rtf):11.2f} {_min_med(ort_first):>12} {_min_med(native_first):>13} "
             f"{min(native_first) / min(ort_first):12.2f}"
         )
+        rtf_ratios = [n / o for n, o in zip(native_rtf, ort_rtf, strict=True)]
+        first_ratios = [n / o for n, o in zip(native_first, ort_first, strict=True)]
+        paired_rows.append(f"  {name:<6} RTF {_paired(rtf_ratios)}, TTFA {_paired(first_ratios)}")
+    print("native / ORT per pair of adjacent calls, median [95 % bootstrap interval] of N pairs:")
+    print("\n".join(paired_rows))
 
     if args.no_batch:
         return
@@ -216,7 +250,7 @@ def main() -> None:
         print(f"  native batched / {label}, same repeat: min {min(values):.2f}, median {statistics.median(values):.2f}")
     print(
         f"  native / ORT one by one: {min(single_s) / min(ort_s):.2f} by the best repeats (time); per sentence "
-        f"(RTFs, each pair of calls adjacent), median {statistics.median(per_sentence):.3f} of {len(per_sentence)}, "
+        f"(RTFs, each pair of calls adjacent), median [95 % interval] {_paired(per_sentence)}, "
         f"quartiles {np.percentile(per_sentence, 25):.3f}-{np.percentile(per_sentence, 75):.3f}"
     )
 

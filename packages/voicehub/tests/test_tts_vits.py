@@ -105,16 +105,22 @@ def test_a_batch_equals_one_by_one_within_tolerance(tts: VITSTTSModel) -> None:
         assert got.metadata["phoneme_num_samples"] == want.metadata["phoneme_num_samples"]
 
 
+FIVE_SENTENCES = "Hi. The sun rose slowly over the quiet hills! Birds sang. Was anyone awake yet? No."
+
+
 @pytest.mark.parametrize(
-    ("threads", "expected_calls"),
+    ("text", "threads", "expected_calls"),
     [
-        (1, [[1], [1, 1], [1, 1, 1]]),
-        # From the second sentence on, one sentence per thread in one call; the third chunk was made ahead.
-        (2, [[1], [1, 2], [1, 2]]),
+        (THREE_SENTENCES, 1, [[1], [1, 1], [1, 1, 1]]),
+        # From the second sentence on, up to two sentences per thread in one call (here the two left);
+        # the third chunk was made ahead.
+        (THREE_SENTENCES, 2, [[1], [1, 2], [1, 2]]),
+        # Four sentences in the second call, spread over both threads (STREAM_AHEAD_PER_THREAD).
+        (FIVE_SENTENCES, 2, [[1], [1, 4], [1, 4], [1, 4], [1, 4]]),
     ],
 )
 def test_stream_yields_sentences_whose_concatenation_equals_one_shot(
-    tts: VITSTTSModel, threads: int, expected_calls: list[list[int]]
+    tts: VITSTTSModel, text: str, threads: int, expected_calls: list[list[int]]
 ) -> None:
     calls: list[int] = []
     module = tts.runtime.module
@@ -122,20 +128,20 @@ def test_stream_yields_sentences_whose_concatenation_equals_one_shot(
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        one_shot = tts.generate(THREE_SENTENCES, seed=5, sentence_silence_s=0.25)
+        one_shot = tts.generate(text, seed=5, sentence_silence_s=0.25)
         calls.clear()
         chunks = []
         calls_before_each_chunk = []
-        for chunk in tts.stream(THREE_SENTENCES, seed=5, sentence_silence_s=0.25):
+        for chunk in tts.stream(text, seed=5, sentence_silence_s=0.25):
             calls_before_each_chunk.append(list(calls))
             chunks.append(chunk)
     finally:
         handle.remove()
         torch.set_num_threads(previous_threads)
-    # The first chunk was handed over after ONE graph call on ONE sentence, before the other two ran.
+    # The first chunk was handed over after ONE graph call on ONE sentence, before the others ran.
     assert calls_before_each_chunk == expected_calls
-    assert [c.metadata["chunk_index"] for c in chunks] == [0, 1, 2]
-    assert all(c.metadata["num_chunks"] == 3 for c in chunks)
+    assert [c.metadata["chunk_index"] for c in chunks] == list(range(len(expected_calls)))
+    assert all(c.metadata["num_chunks"] == len(expected_calls) for c in chunks)
     first = chunks[0].metadata["time_to_first_audio_s"]
     assert all(c.metadata["time_to_first_audio_s"] == first for c in chunks)
     assert 0 < first == chunks[0].metadata["elapsed_s"] < chunks[-1].metadata["elapsed_s"]

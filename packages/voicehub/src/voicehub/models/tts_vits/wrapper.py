@@ -59,6 +59,10 @@ VOICE_CONFIG_FILE = "piper_voice.json"
 BATCH_SIZE = 16
 """Sentences per graph call: bounds memory on long inputs (a 10 s sentence needs ~50 MB of activations)."""
 
+STREAM_AHEAD_PER_THREAD = 2
+"""Sentences per thread that ``stream()`` synthesizes in one call after the first chunk (see
+:meth:`VITSTTSModel._generate_piece`): enough for the longest-first order to balance the threads."""
+
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class VITSRuntime(RuntimeBundle[VITSGenerator]):
@@ -330,17 +334,25 @@ class VITSTTSModel(PreTrainedTTSModel[TTSVITSConfig, TTSVITSOptions, VITSRuntime
         return [_StreamPiece(sentence=sentence, all_sentences=sentences, ahead=ahead) for sentence in sentences]
 
     def _generate_piece(self, runtime: VITSRuntime, piece: object, index: int, options: TTSVITSOptions) -> TTSOutput:
-        """One streamed sentence. The first runs alone (the time to first audio); from the second on,
-        the next ``min(torch.get_num_threads(), os.cpu_count()) - 1`` sentences are synthesized in
-        the same call, one per thread (see :func:`voicehub.architectures.parallel.map_single_threaded`),
-        and kept for the following chunks: two sentences on two threads take about the time of one
-        split over both."""
+        """One streamed sentence. The first runs alone, on all intra-op threads (the time to first
+        audio); from the second on, up to :data:`STREAM_AHEAD_PER_THREAD` sentences per thread
+        (threads: ``min(torch.get_num_threads(), os.cpu_count())``) are synthesized in one call, each
+        on one thread, longest first (see :func:`voicehub.architectures.parallel.map_single_threaded`),
+        and kept for the following chunks.
+
+        One sentence per thread left the threads idle while the longest finished (a paragraph's
+        sentences of 203 and 115 phoneme ids took ~1.9x the longer one's time on two threads): two
+        per thread balance them. Measured (``benchmarks/tts_speed.py``, five sentences, 2 threads,
+        interleaved pairs): native / ONNX Runtime 0.96 and 1.01 by median with one per thread, 0.85
+        with two. The second chunk comes later (here 0.6-0.9 s after the first, which holds ~3.5 s of
+        audio)."""
         if not isinstance(piece, _StreamPiece):
             raise TypeError(f"{type(self).__name__}: expected a piece from _stream_pieces, got {type(piece)}")
         sentence, ahead = piece.sentence, piece.ahead
         audio = ahead.done.pop(sentence.index, None)
         if audio is None:
-            count = 1 if sentence.index == 0 else max(1, min(torch.get_num_threads(), os.cpu_count() or 1))
+            threads = max(1, min(torch.get_num_threads(), os.cpu_count() or 1))
+            count = 1 if sentence.index == 0 or threads == 1 else STREAM_AHEAD_PER_THREAD * threads
             group = list(piece.all_sentences[sentence.index : sentence.index + count])
             results = self._synthesize(runtime, group)
             ahead.done.update((a.sentence.index, a) for a in results[1:])
