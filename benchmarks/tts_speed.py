@@ -7,21 +7,24 @@ text and use the same text front end (espeak-ng sentences and phoneme ids, timed
 the voice's default scales (noise on), and ``--threads`` threads (torch intra-op threads and
 ORT's ``intra_op_num_threads``).
 
-Rows, each the minimum and median of ``--repeats`` repeats, the runtimes interleaved within each
-repeat (the two calls of a pair adjacent in time, which one goes first alternating) so that load
-changes hit both alike. Besides the ratio of the best times, every row gives the median of the
-per-pair ratios with a 95 % bootstrap interval of that median (:func:`_paired`): on a shared
-machine whose speed drifts by 10-20 % within minutes, ratios of calls made seconds apart move far
-less than ratios of whole repeats, and their median does not hang on one lucky call:
+Rows, each the minimum and median of its calls, the runtimes interleaved (the two calls of a pair
+adjacent in time, which one goes first alternating) so that load changes hit both alike. Besides
+the ratio of the best times, the one-sentence, paragraph and 16-sentence one-by-one rows give the
+median of the per-pair ratios with a 95 % bootstrap interval of that median (:func:`_paired`): on a
+shared machine whose speed drifts by 10-20 % within minutes, ratios of calls made seconds apart
+move less than ratios of whole repeats, and their median does not hang on one lucky call. The
+interval treats the pairs as independent; it does not cover drift between runs:
 
-* ``short``: one sentence (~2.5 s of audio); ``long``: a paragraph of five sentences (~20 s).
+* ``short``: one sentence (~2.5 s of audio); ``long``: a paragraph of five sentences (~20 s);
+  ``2 x --repeats`` pairs each.
   RTF = wall time / audio seconds (each side divided by its own audio: the noise differs, so
   lengths differ a little). Time to first audio (TTFA): ORT, the front end plus the first
   sentence's run; native, the first chunk of ``stream()`` (its ``time_to_first_audio_s``).
 * ``16 sentences``: ORT one by one and native ``generate`` one by one (alternating sentence by
   sentence after one untimed pass of both, so each sentence's pair of calls is adjacent; the
-  per-sentence ratio is of RTFs, each side's time over its own audio), and native ``generate`` of the
-  list of 16 (one padded batch); seconds per sentence.
+  per-sentence ratio is of RTFs, each side's time over its own audio; ``--repeats`` passes of 16
+  pairs), and native ``generate`` of the list of 16 (one padded batch, once per pass, compared by
+  whole passes); seconds per sentence.
 
 ``--no-spin`` stops idle worker threads from spinning in both runtimes (``OMP_WAIT_POLICY=PASSIVE``
 set before torch starts; ``session.intra_op.allow_spinning=0``). On a CPU shared with other jobs,
@@ -98,7 +101,7 @@ def main() -> None:
         "--repeats",
         type=int,
         default=10,
-        help="pairs of calls: 2x this for one sentence and for the paragraph, 16x for the 16 sentences",
+        help="2x this pairs of calls for one sentence and for the paragraph; this many passes of the 16 sentences",
     )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-spin", action="store_true", help="idle threads sleep instead of spinning (both runtimes)")
@@ -175,7 +178,9 @@ def main() -> None:
         return total, audio
 
     print(
-        f"threads={args.threads} repeats={args.repeats} no_spin={args.no_spin} settle={args.settle} "
+        f"threads={args.threads} repeats={args.repeats} "
+        f"(pairs: {2 * args.repeats} per text, {16 * args.repeats} sentences) "
+        f"no_spin={args.no_spin} settle={args.settle} "
         f"torch={torch.__version__} "
         f"onnxruntime={ort.__version__} load={os.getloadavg()[0]:.1f}"
     )

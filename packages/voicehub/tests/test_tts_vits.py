@@ -105,7 +105,9 @@ def test_a_batch_equals_one_by_one_within_tolerance(tts: VITSTTSModel) -> None:
         assert got.metadata["phoneme_num_samples"] == want.metadata["phoneme_num_samples"]
 
 
-FIVE_SENTENCES = "Hi. The sun rose slowly over the quiet hills! Birds sang. Was anyone awake yet? No."
+SEVEN_SENTENCES = (
+    "Hi. The sun rose slowly over the quiet hills! Birds sang. Was anyone awake yet? No. Then a dog barked. Morning."
+)
 
 
 @pytest.mark.parametrize(
@@ -115,8 +117,9 @@ FIVE_SENTENCES = "Hi. The sun rose slowly over the quiet hills! Birds sang. Was 
         # From the second sentence on, up to two sentences per thread in one call (here the two left);
         # the third chunk was made ahead.
         (THREE_SENTENCES, 2, [[1], [1, 2], [1, 2]]),
-        # Four sentences in the second call, spread over both threads (STREAM_AHEAD_PER_THREAD).
-        (FIVE_SENTENCES, 2, [[1], [1, 4], [1, 4], [1, 4], [1, 4]]),
+        # Two sentences per thread (STREAM_AHEAD_PER_THREAD): four in the second call, then the two
+        # left in a third. (How a call spreads its sentences over the threads is not seen here.)
+        (SEVEN_SENTENCES, 2, [[1], [1, 4], [1, 4], [1, 4], [1, 4], [1, 4, 2], [1, 4, 2]]),
     ],
 )
 def test_stream_yields_sentences_whose_concatenation_equals_one_shot(

@@ -238,7 +238,8 @@ def _is_standard_output(path: str) -> bool:
 def _write_file(model: Any, text: str, options: Any, output: str, audio_format: str) -> None:
     """The whole text into one audio file, sentence by sentence as :meth:`stream` yields them.
 
-    Only one sentence's audio is in memory at a time; the file is staged and renamed (or, for a
+    Only the audio of the sentences :meth:`stream` synthesized ahead is in memory at a time (one
+    sentence with one thread); the file is staged and renamed (or, for a
     special file, copied into it) by :func:`~voicehub.cli._outputs.write_destination`.
     """
     import soundfile

@@ -60,8 +60,9 @@ BATCH_SIZE = 16
 """Sentences per graph call: bounds memory on long inputs (a 10 s sentence needs ~50 MB of activations)."""
 
 STREAM_AHEAD_PER_THREAD = 2
-"""Sentences per thread that ``stream()`` synthesizes in one call after the first chunk (see
-:meth:`VITSTTSModel._generate_piece`): enough for the longest-first order to balance the threads."""
+"""Sentences per thread that ``stream()`` synthesizes in one call after the first chunk, at most
+:data:`BATCH_SIZE` (see :meth:`VITSTTSModel._generate_piece`): enough for the longest-first order to
+balance the threads."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -335,24 +336,27 @@ class VITSTTSModel(PreTrainedTTSModel[TTSVITSConfig, TTSVITSOptions, VITSRuntime
 
     def _generate_piece(self, runtime: VITSRuntime, piece: object, index: int, options: TTSVITSOptions) -> TTSOutput:
         """One streamed sentence. The first runs alone, on all intra-op threads (the time to first
-        audio); from the second on, up to :data:`STREAM_AHEAD_PER_THREAD` sentences per thread
-        (threads: ``min(torch.get_num_threads(), os.cpu_count())``) are synthesized in one call, each
-        on one thread, longest first (see :func:`voicehub.architectures.parallel.map_single_threaded`),
-        and kept for the following chunks.
+        audio); from the second on, one call synthesizes up to :data:`STREAM_AHEAD_PER_THREAD`
+        sentences per thread (threads: ``min(torch.get_num_threads(), os.cpu_count())``; at most
+        :data:`BATCH_SIZE`), each on one thread, longest first (see
+        :func:`voicehub.architectures.parallel.map_single_threaded`; a lone sentence runs on all
+        threads), and keeps them for the following chunks. Every sentence draws its noise from its
+        own seed, so the chunks equal ``generate()``'s sentences.
 
-        One sentence per thread left the threads idle while the longest finished (a paragraph's
-        sentences of 203 and 115 phoneme ids took ~1.9x the longer one's time on two threads): two
-        per thread balance them. Measured (``benchmarks/tts_speed.py``, five sentences, 2 threads,
-        interleaved pairs): native / ONNX Runtime 0.96 and 1.01 by median with one per thread, 0.85
-        with two. The second chunk comes later (here 0.6-0.9 s after the first, which holds ~3.5 s of
-        audio)."""
+        With one sentence per thread, the thread with the shorter sentence of a pair sat idle while
+        the longer one finished (a paragraph's sentences of 203 and 115 phoneme ids, 2 threads); with
+        two per thread the longest-first order balances them. Measured in one process, the two
+        settings alternated (``LONG`` of ``benchmarks/tts_speed.py``, five sentences, 2 threads, 12
+        pairs): the stream took 0.898x the time by paired median. The price: the second chunk comes
+        later, 620 ms after the first (564-750) instead of 388 ms (341-543).
+        """
         if not isinstance(piece, _StreamPiece):
             raise TypeError(f"{type(self).__name__}: expected a piece from _stream_pieces, got {type(piece)}")
         sentence, ahead = piece.sentence, piece.ahead
         audio = ahead.done.pop(sentence.index, None)
         if audio is None:
             threads = max(1, min(torch.get_num_threads(), os.cpu_count() or 1))
-            count = 1 if sentence.index == 0 or threads == 1 else STREAM_AHEAD_PER_THREAD * threads
+            count = 1 if sentence.index == 0 or threads == 1 else min(BATCH_SIZE, STREAM_AHEAD_PER_THREAD * threads)
             group = list(piece.all_sentences[sentence.index : sentence.index + count])
             results = self._synthesize(runtime, group)
             ahead.done.update((a.sentence.index, a) for a in results[1:])
