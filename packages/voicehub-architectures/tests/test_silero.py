@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -35,21 +34,12 @@ from voicehub.architectures.silero.model import BLOCK_NUM_CHUNKS
 from voicehub.core import load_audio
 from voicehub.core.errors import AudioError, CheckpointError, ConfigError, SampleRateError
 
+pytestmark = pytest.mark.usefixtures("one_intra_op_thread")
+
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data"
 SPEECH_60S = DATA / "silero" / "test.wav"
 LIBRIVOX = sorted((DATA / "librivox").glob("*.wav"))
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    """One intra-op thread: the graph is small and the test machines are shared (restored afterwards)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _wheel_file(name: str) -> Path:

@@ -9,7 +9,6 @@ noisy parity the test rewires those two nodes to graph inputs so both runtimes g
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +30,8 @@ from voicehub.architectures.vits import (
 )
 from voicehub.architectures.vits.checkpoint import onnx_tensor_plan, read_onnx_voice
 from voicehub.core.errors import CheckpointError, ConfigError
+
+pytestmark = pytest.mark.usefixtures("one_intra_op_thread")
 
 VOICE = Path(
     str(
@@ -82,17 +83,6 @@ MAX_ABS_BOUND = 2e-4
 
 REL_RMS_BOUND = 2e-4
 """Largest RMS(native - ORT) / RMS(ORT) allowed (measured 4.7e-5 noise off, 2.1e-5 with the same noise)."""
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    """One intra-op thread: the test machines are shared, and oversubscribed threads wait on each other."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")

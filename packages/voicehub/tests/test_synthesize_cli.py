@@ -8,13 +8,11 @@ import io
 import os
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile
-import torch
 from click.testing import CliRunner
 
 import voicehub
@@ -23,17 +21,9 @@ from voicehub.cli.synthesize import pcm16
 from voicehub.models.tts_vits.wrapper import VITSTTSModel
 from voicehub.registry.checkpoints import DistributionSource
 
+pytestmark = pytest.mark.usefixtures("two_intra_op_threads")
+
 TEXT = "Hello there. This is a test!"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _two_threads() -> Iterator[None]:
-    previous = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")

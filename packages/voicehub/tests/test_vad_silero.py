@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,8 @@ from voicehub.models.vad_silero.config import VADSileroConfig
 from voicehub.models.vad_silero.wrapper import SileroVADModel
 from voicehub.voice_activity import VADEvent
 
+pytestmark = pytest.mark.usefixtures("one_intra_op_thread")
+
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data"
 SPEECH_60S = DATA / "silero" / "test.wav"
@@ -34,17 +35,6 @@ V5_JIT = DATA / "silero" / "v5" / "silero_vad.jit"
 V6_SAFETENSORS = Path(
     str(importlib.metadata.distribution("silero-vad").locate_file("silero_vad/data/silero_vad_16k.safetensors"))
 )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    """One intra-op thread (small graph, shared test machines); restored afterwards."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")

@@ -347,8 +347,10 @@ class VITSTTSModel(PreTrainedTTSModel[TTSVITSConfig, TTSVITSOptions, VITSRuntime
         the longer one finished (a paragraph's sentences of 203 and 115 phoneme ids, 2 threads); with
         two per thread the longest-first order balances them. Measured in one process, the two
         settings alternated (``LONG`` of ``benchmarks/tts_speed.py``, five sentences, 2 threads, 12
-        pairs): the stream took 0.898x the time by paired median. The price: the second chunk comes
-        later, 620 ms after the first (564-750) instead of 388 ms (341-543).
+        pairs): the stream took 0.898x the time by paired median (0.946x with
+        ``OMP_WAIT_POLICY=PASSIVE``, as the ``voicehub`` command runs). The price: the second chunk
+        comes later, 620 ms after the first (564-750) instead of 388 ms (341-543); under ``PASSIVE``
+        757 ms instead of 455.
         """
         if not isinstance(piece, _StreamPiece):
             raise TypeError(f"{type(self).__name__}: expected a piece from _stream_pieces, got {type(piece)}")
