@@ -59,11 +59,19 @@ def test_text_file_and_stdin_give_the_same_audio(tmp_path: Path) -> None:
     assert np.array_equal(a, b) and np.array_equal(a, c) and a.shape[0] > 22050
 
 
-def test_output_raw_streams_16_bit_pcm_equal_to_the_api(tts: VITSTTSModel) -> None:
+def test_pcm16_converts_as_libsndfile_does_for_a_wav_clipping_out_of_range_samples() -> None:
+    samples = np.array([1.5, -1.5, 1.0, -1.0, 0.5, -0.25, 0.0], dtype=np.float32)
+    assert np.frombuffer(pcm16(samples), dtype="<i2").tolist() == [32767, -32768, 32767, -32768, 16384, -8192, 0]
+
+
+def test_output_raw_streams_16_bit_pcm_equal_to_the_api(tts: VITSTTSModel, tmp_path: Path) -> None:
     code, raw, err = _run(TEXT, "--output-raw", "--seed", "3")
     assert code == 0, err
     code, dash, _ = _run(TEXT, "-o", "-", "--seed", "3")
     assert code == 0 and dash == raw
+    assert _run(TEXT, "-o", str(tmp_path / "same.wav"), "--seed", "3")[0] == 0
+    wav, _ = soundfile.read(tmp_path / "same.wav", dtype="int16")
+    assert np.frombuffer(raw, dtype="<i2").tobytes() == wav.astype("<i2").tobytes()  # the same samples as the WAV
     got = np.frombuffer(raw, dtype="<i2").astype(np.int32)
     want = np.frombuffer(pcm16(tts.generate(TEXT, seed=3).audio), dtype="<i2").astype(np.int32)
     assert got.shape == want.shape

@@ -52,9 +52,14 @@ _FLAGS = {
 
 
 def pcm16(audio: np.ndarray) -> bytes:
-    """Float samples in [-1, 1] as 16-bit little-endian PCM bytes (clipped, rounded)."""
-    samples: np.ndarray = (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2")
-    return samples.tobytes()
+    """Float samples in [-1, 1] as 16-bit little-endian PCM bytes, converted (and clipped) by libsndfile
+    as it converts them for ``-o out.wav``: raw output and a WAV file of the same audio hold the
+    same samples (a conversion of our own rounded differently from libsndfile's in half of them)."""
+    import soundfile
+
+    buffer = io.BytesIO()
+    soundfile.write(buffer, np.asarray(audio, dtype=np.float32), 1, format="RAW", subtype="PCM_16", endian="LITTLE")
+    return buffer.getvalue()
 
 
 def _read_text(text: str | None, text_file: str | None) -> str:
