@@ -143,6 +143,65 @@ def test_transposed_upsampling_equals_conv_transpose1d(layer: TimeConvTranspose1
     assert float((fast - reference).abs().max()) < TOLERANCE and float((plain - reference).abs().max()) < TOLERANCE
 
 
+@pytest.mark.parametrize(
+    ("layer", "batch", "length"),
+    [
+        (TimeConvTranspose1d(16, 8, 16, 8, padding=4), 2, 40),
+        (TimeConvTranspose1d(16, 8, 8, 4, padding=2), 1, 1),
+        (TimeConvTranspose1d(16, 8, 8, 4, padding=0), 1, 33),
+        (TimeConvTranspose1d(16, 8, 8, 4, padding=4), 1, 33),
+        (TimeConvTranspose1d(16, 8, 8, 4, padding=3, bias=False), 1, 17),
+    ],
+    ids=["hifigan-batch-2", "one-frame", "no-padding", "padding-one-stride", "odd-padding-no-bias"],
+)
+def test_upsampling_by_phases_equals_conv_transpose1d(layer: TimeConvTranspose1d, batch: int, length: int) -> None:
+    """The transposed convolution as a 2-tap convolution to stride x C_out channels, written into the
+    caller's buffer (left holding NaN: every sample of the result must be written), equals
+    ``F.conv_transpose1d`` for paddings from none to one stride, batches and a missing bias."""
+    assert layer.phases_ready()
+    x = _channels_last(batch, 16, length, seed=length)
+    stride = layer.stride[0]
+    out = torch.full((batch, 8, 1, (length + 1) * stride), float("nan")).contiguous(memory_format=torch.channels_last)
+    with torch.inference_mode():
+        fast = layer.onednn_phases(x, out, scale=0.5)
+        reference = _transposed_reference(layer, x, 0.5)
+    assert fast.shape == reference.shape
+    assert fast.untyped_storage().data_ptr() == out.untyped_storage().data_ptr()  # in the buffer, no copy
+    assert float((fast - reference).abs().max()) < TOLERANCE and float(reference.abs().max()) > 0.1
+
+
+@pytest.mark.parametrize(
+    "layer",
+    [
+        TimeConvTranspose1d(16, 8, 16, 8, padding=4, output_padding=1),
+        TimeConvTranspose1d(16, 8, 16, 8, padding=4, groups=2),
+        TimeConvTranspose1d(16, 8, 16, 8, padding=4, dilation=2),
+        TimeConvTranspose1d(16, 8, 15, 8, padding=4),
+        TimeConvTranspose1d(16, 8, 8, 4, padding=5),
+    ],
+    ids=["output-padding", "groups", "dilation", "kernel-not-two-strides", "padding-over-a-stride"],
+)
+def test_upsampling_by_phases_is_refused_where_it_does_not_apply(layer: TimeConvTranspose1d) -> None:
+    assert not layer.phases_ready()
+
+
+def test_decoder_upsamples_into_its_kept_buffer(voice: PiperVoice) -> None:
+    """The voice's upsampling layers run by phases, into one buffer kept between calls (a fresh tensor
+    per call was page-faulted in anew every time), and equal oneDNN's transposed convolution."""
+    dec = copy.deepcopy(voice.model.dec)
+    for stage, up in enumerate(dec.ups):
+        layer = cast(TimeConvTranspose1d, up)
+        assert layer.phases_ready()
+        x = _channels_last(1, layer.in_channels, 24 * 8**stage, seed=stage)
+        with torch.inference_mode():
+            first = dec._upsample(stage, x, 0.5)
+            address, first = first.untyped_storage().data_ptr(), first.clone()
+            again = dec._upsample(stage, x, 0.5)
+            reference = layer.onednn(x, scale=0.5)
+        assert float((first - reference).abs().max()) < TOLERANCE and torch.equal(first, again)
+        assert again.untyped_storage().data_ptr() == address  # the same buffer again
+
+
 def test_transposed_upsampling_keeps_a_pack_per_input_shape(voice: PiperVoice) -> None:
     """oneDNN lays a packed weight out by input length; the voice's first upsampling layer keeps one
     pack per shape (the least recently used dropped past PACKED_VARIANTS_KEPT, all dropped when the

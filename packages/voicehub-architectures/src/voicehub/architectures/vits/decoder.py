@@ -8,10 +8,11 @@ executes faster on the CPU than 1-D ones; parameters keep the Conv1d shapes of t
 Inference on the CPU in float32 (no autograd) takes a oneDNN path (:func:`onednn_usable`): each
 convolution's weight is reordered into oneDNN's blocked layout once and kept (rebuilt when the weight
 changes), the residual addition is fused into the convolution as a post-op writing into the residual
-buffer, the final tanh into the last convolution, the leaky ReLUs reuse one scratch buffer, and the
-padding of a bucketed length is cleared by zeroing the tail instead of multiplying by a mask. Same
-arithmetic, fewer passes over 8 MB activations and no per-call weight reorders; outputs equal the
-plain path up to float rounding.
+buffer, the final tanh into the last convolution, the leaky ReLUs reuse one scratch buffer, the upsampling
+writes into a kept buffer (:meth:`TimeConvTranspose1d.onednn_phases`), and the padding of a
+bucketed length is cleared by zeroing the tail instead of multiplying by a mask. Same arithmetic,
+fewer passes over 8 MB activations, no per-call weight reorders and, after the first call of a
+length, no fresh activation buffers; outputs equal the plain path up to float rounding.
 """
 
 from __future__ import annotations
@@ -55,10 +56,12 @@ from call to call, and rounding each tile by 8 frames wastes less than rounding 
 decodes 2 x 120 frames instead of 256."""
 
 WORKSPACE_MAX_BYTES = 32 * 2**20
-"""Largest activation buffer the oneDNN path keeps between calls (one of four; 32 MB holds the last
+"""Largest activation buffer the oneDNN path keeps between calls (one of five; 32 MB holds the last
 stage of a ~11 s sentence at 22 kHz). A fresh buffer costs its first touch in page faults on every
-call (~2 ms per 8 MB measured, ~8 % of a sentence's decoder time); ONNX Runtime keeps its buffers
-in an arena for the same reason. Longer sentences get fresh buffers."""
+call: glibc returns a freed buffer at the top of its heap to the system, and the next call faults it
+in again (~2.5 us a 4 kB page, measured 2026-12-03: ~10 ms for the 16 MB a 2.8 s sentence used to
+take fresh, ~15 % of its synthesis); ONNX Runtime keeps its buffers in an arena for the same reason.
+Longer sentences get fresh buffers."""
 
 
 class _PackedWeight:
@@ -134,6 +137,16 @@ def _polyphase_weight(weight: Tensor, padding: int, block: int) -> Tensor:
                 if 0 <= tap < kernel_size:
                     out[i, j, :, m] = taps[:, tap]
     return out.reshape(block, block * channels, 1, 3)
+
+
+def _phase_weight(weight: Tensor, stride: int) -> Tensor:
+    """The (stride * C_out, C_in, 1, 2) weight of :meth:`TimeConvTranspose1d.onednn_phases` from a
+    transposed convolution's (C_in, C_out, 1, 2 * stride) one: output channel ``u * C_out + c`` (phase
+    ``u`` of a block of ``stride`` samples, channel ``c``) takes input sample ``q - 1 + t`` through tap
+    ``(1 - t) * stride + u`` (t = 0, 1)."""
+    c_in, c_out = weight.shape[0], weight.shape[1]
+    taps = weight[:, :, 0].reshape(c_in, c_out, 2, stride)  # tap k = a * stride + u
+    return taps.permute(3, 1, 0, 2).flip(-1).reshape(stride * c_out, c_in, 1, 2).contiguous()
 
 
 class TimeConv1d(nn.Conv1d):
@@ -287,10 +300,9 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
         padding), the weight packed once per input shape and thread count.
 
         oneDNN 3.13's transposed convolution runs HiFi-GAN's upsampling at 60-75 GFLOP/s on one AVX2
-        core, as fast as its regular convolution: the same layer as one regular 2-tap convolution to
-        ``stride`` x C_out channels (whose channels-last output is the upsampled signal) measured
-        0.85-0.97x on inputs of 4096 samples and more, 1.0-1.9x on shorter ones, and within the noise
-        for the whole decoder, so it was not kept.
+        core, as fast as its regular convolution (the same layer as a 2-tap one, :meth:`onednn_phases`,
+        measured 0.85-0.97x the time on inputs of 4096 samples and more, 1.0-1.9x on shorter ones). The
+        decoder takes :meth:`onednn_phases` where it applies, for its output buffer, not for speed.
 
         oneDNN picks the weight's blocked layout by input shape and threads, and converts a weight
         packed for another layout at every call by a generic reorder. The joe-medium voice's
@@ -321,6 +333,63 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
             x, weight, self.bias, padding, output_padding, stride, dilation, self.groups, "none", [], ""
         )
         return out
+
+    def phases_ready(self) -> bool:
+        """Whether :meth:`onednn_phases` computes this layer: one group, no dilation, zero padding of at
+        most one stride, no output padding and a kernel of two strides (HiFi-GAN's upsampling layers)."""
+        stride, padding = self.stride[0], self.padding[0]
+        return (
+            self.groups == 1
+            and self.dilation[0] == 1
+            and self.padding_mode == "zeros"
+            and isinstance(padding, int)
+            and 0 <= padding <= stride
+            and self.output_padding[0] == 0
+            and self.kernel_size[0] == 2 * stride
+        )
+
+    def onednn_phases(self, x: Tensor, out: Tensor, *, scale: float = 1.0) -> Tensor:
+        """:meth:`onednn` written into the caller's buffer ``out``, as a regular convolution.
+
+        With a kernel of two strides ``s``, output sample ``q * s + u - padding`` (0 <= u < s) depends on
+        input samples ``q - 1`` and ``q`` only: the layer is a 2-tap convolution from C_in to ``s * C_out``
+        channels (one group per phase ``u``, :func:`_phase_weight`) over the input padded by one sample
+        on each side, whose channels-last (batch, s * C_out, 1, T + 1) output is, in memory, the
+        channels-last (batch, C_out, 1, (T + 1) * s) upsampled signal shifted by ``padding`` samples.
+        The same multiply-adds as the transposed convolution. Written into ``out`` (zeroed, then the
+        convolution added as a oneDNN sum post-op), the output needs no fresh 1-8 MB tensor per call,
+        whose pages the allocator returned to the system after the previous call and the next one
+        faulted in again (~2.5 us a 4 kB page measured, ~10 ms of a 2.8 s sentence; ONNX Runtime keeps
+        its buffers in an arena).
+
+        Args:
+            x: float32 channels-last (batch, C_in, 1, T), :func:`onednn_usable`, and :meth:`phases_ready`.
+            out: float32 channels-last (batch, C_out, 1, (T + 1) * stride) buffer (overwritten).
+            scale: folded into the packed weight, as in :meth:`onednn`.
+
+        Returns:
+            the (batch, C_out, 1, T_out) view of ``out`` holding the layer's output, T_out = (T + 1) *
+            stride - 2 * padding.
+        """
+        batch, _, _, length = x.shape
+        stride, shift = self.stride[0], int(self.padding[0])
+        blocks = out.permute(0, 2, 3, 1).view(batch, 1, length + 1, stride * self.out_channels).permute(0, 3, 1, 2)
+        if "_packed_phases" not in self.__dict__:
+            self._packed_phases = _PackedWeight()
+        padding, unit = [0, 1], [1, 1]
+        weight = self._packed_phases.get(
+            self.weight,
+            scale,
+            lambda w: torch.ops.mkldnn._reorder_convolution_weight(
+                _phase_weight(w, stride), padding, unit, unit, 1, list(x.shape)
+            ),
+            (*x.shape, torch.get_num_threads()),
+        )
+        bias = None if self.bias is None else self.bias.detach().repeat(stride)
+        torch.ops.mkldnn._convolution_pointwise_(
+            blocks.zero_(), x, weight, bias, padding, unit, unit, 1, "add", None, None, [], None
+        )
+        return out[:, :, :, shift : (length + 1) * stride - shift]
 
 
 class ResBlock(nn.Module):
@@ -462,12 +531,13 @@ class Generator(nn.Module):
             )
         )
 
-    def _workspace(self, name: str, like: Tensor, *, width: int | None = None) -> Tensor:
+    def _workspace(self, name: str, like: Tensor, *, width: int | None = None, channels: int | None = None) -> Tensor:
         """A channels-last float32 buffer shaped like ``like`` (with ``width`` samples, if given; contents
         undefined), kept between calls of this thread up to :data:`WORKSPACE_MAX_BYTES` (not a parameter
         or buffer: never saved)."""
-        batch, channels, height, like_width = like.shape
+        batch, like_channels, height, like_width = like.shape
         width = like_width if width is None else width
+        channels = like_channels if channels is None else channels
         size = batch * channels * height * width
         if size * like.element_size() > WORKSPACE_MAX_BYTES:
             return torch.empty(batch, height, width, channels, dtype=like.dtype, device=like.device).permute(0, 3, 1, 2)
@@ -497,12 +567,22 @@ class Generator(nn.Module):
         # x holds num_kernels times a stage's output: leaky ReLU commutes with a positive scale, so the
         # division is folded into the next convolution's packed weight.
         scale = 1.0
-        for i, (rate, up) in enumerate(zip(self.rates, self.ups, strict=True)):
-            x = cast(TimeConvTranspose1d, up).onednn(clear(F.leaky_relu_(x, LRELU_SLOPE)), scale=scale)
+        for i, rate in enumerate(self.rates):
+            x = self._upsample(i, clear(F.leaky_relu_(x, LRELU_SLOPE)), scale)
             samples_per_frame *= rate
             x = self._stage_blocks(i, x, clear)
             scale = 1.0 / self.num_kernels
         return self._post(clear(F.leaky_relu_(x)), scale)
+
+    def _upsample(self, stage: int, x: Tensor, scale: float) -> Tensor:
+        """Stage ``stage``'s upsampling of the activated ``x * scale`` (channels-last, oneDNN path), into
+        this thread's ``"upsampled"`` buffer where the layer allows
+        (:meth:`TimeConvTranspose1d.onednn_phases`)."""
+        up = cast(TimeConvTranspose1d, self.ups[stage])
+        if not up.phases_ready():
+            return up.onednn(x, scale=scale)
+        out = self._workspace("upsampled", x, channels=up.out_channels, width=(x.shape[3] + 1) * up.stride[0])
+        return up.onednn_phases(x, out, scale=scale)
 
     def _stage_blocks(self, stage: int, x: Tensor, clear: Callable[[Tensor], Tensor]) -> Tensor:
         """The sum of stage ``stage``'s residual blocks on its upsampled ``x`` (channels-last, oneDNN
@@ -569,7 +649,8 @@ class Generator(nn.Module):
                 out[:, length_in * rate :] = 0
             else:
                 channels = cast(TimeConvTranspose1d, self.ups[stage]).out_channels
-                out = torch.empty(1, channels, 1, length_in * rate, memory_format=torch.channels_last)
+                # Kept between calls (this thread's); stages alternate between two, read one, write the other.
+                out = self._workspace(f"tiled_{stage % 2}", x, channels=channels, width=length_in * rate)
             tiles = [(cuts[i], cuts[i + 1]) for i in range(threads)]
             map_single_threaded(functools.partial(self._decode_tile, x, out, stage, scale, valid), tiles, threads)
             x, scale, valid = out, 1.0 / self.num_kernels, valid * rate
@@ -601,7 +682,8 @@ class Generator(nn.Module):
                 t[:, :, :, keep_to:] = 0
             return t
 
-        total = self._stage_blocks(stage, clear(up.onednn(F.leaky_relu_(source, LRELU_SLOPE), scale=scale)), clear)
+        upsampled = clear(self._upsample(stage, F.leaky_relu_(source, LRELU_SLOPE), scale))
+        total = self._stage_blocks(stage, upsampled, clear)
         kept = slice(start * rate - offset, end * rate - offset)
         if stage < len(self.rates) - 1:
             out[:, :, :, start * rate : end * rate] = total[:, :, :, kept]
