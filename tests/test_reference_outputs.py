@@ -9,7 +9,8 @@ only, so that they survive refactorings of the internals.
 Bits are exact only for the same kernels: PyTorch, MKL and oneDNN pick code paths by CPU (an
 AVX-512 AMD machine gave float differences of 1e-16 to 1e-7 from the first recording, integer
 outputs equal). So a recording is kept per CPU signature (:func:`cpu_signature`: PyTorch version,
-its CPU capability, the CPU vendor, the intra-op thread count) under ``tests/data/reference_outputs/``,
+its CPU capability, the CPU vendor, family and model, the intra-op thread count) under
+``tests/data/reference_outputs/``,
 made by the same tool from a tree whose outputs were accepted (its line in ``PROVENANCE.md`` says
 which).
 Where one exists for this machine the comparison is exact; elsewhere it is against the first
@@ -133,20 +134,31 @@ def xvector_outputs(directory: Path) -> dict[str, np.ndarray]:
 
 
 def cpu_signature() -> str:
-    """``torch<version>-<capability>-<vendor>-<n>threads``, e.g. ``torch2.15.0-AVX512-AuthenticAMD-2threads``:
-    what picks the float kernels and how reductions are split (the CPU vendor from ``/proc/cpuinfo``,
-    ``unknown`` where there is none; the intra-op threads a fresh process starts with)."""
+    """``torch<version>-<capability>-<vendor>-f<family>m<model>-<n>threads``, e.g.
+    ``torch2.15.0-AVX512-AuthenticAMD-f26m2-2threads``: what picks the float kernels and how
+    reductions are split. The CPU vendor, family and model come from ``/proc/cpuinfo`` (``unknown``
+    where there is none); the intra-op threads are those a fresh process starts with.
+
+    The family and model are in because the capability and vendor were not enough: NumPy's OpenBLAS
+    picks its kernels by CPU model, and two AVX-512 AMD machines (the first with the recording of
+    2026-12-02, the second family 26 model 2, where OpenBLAS 0.3.31 runs its Haswell kernels) gave
+    the same GE2E embeddings to the bit but cosine and PLDA scores (float64, NumPy) 2.2e-16 and
+    6.6e-12 apart."""
     import torch
 
-    vendor = "unknown"
+    fields: dict[str, str] = {}
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.is_file():
         for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith("vendor_id"):
-                vendor = line.split(":", 1)[1].strip() or vendor
-                break
+            if not line.strip():
+                break  # the first processor's block is enough
+            name, _, value = line.partition(":")
+            fields.setdefault(name.strip(), value.strip())
+    vendor = fields.get("vendor_id") or "unknown"
+    model = f"f{fields.get('cpu family') or 'unknown'}m{fields.get('model') or 'unknown'}"
     version = torch.__version__.split("+", 1)[0]
-    return f"torch{version}-{torch.backends.cpu.get_cpu_capability()}-{vendor}-{torch.get_num_threads()}threads"
+    capability = torch.backends.cpu.get_cpu_capability()
+    return f"torch{version}-{capability}-{vendor}-{model}-{torch.get_num_threads()}threads"
 
 
 def per_cpu_file() -> Path:

@@ -2,11 +2,11 @@
 
 Run it only on a tree whose outputs are known to be right. By default it writes this machine's
 recording, ``tests/data/reference_outputs/<cpu signature>.npz`` (compared bit for bit on machines
-with the same PyTorch version, CPU capability and vendor), and refuses to write one that disagrees
-with the first recording beyond the cross-CPU tolerance. ``--first`` rewrites the first recording,
-``tests/data/reference_outputs.npz`` (made on ``main`` at 9284b73, before the runtime-seam
-refactoring), which every other machine is compared with. Note the tree it was recorded from in
-``tests/data/PROVENANCE.md``. Usage:
+with the same PyTorch version, CPU capability, vendor, family and model, and thread count), and
+refuses to write one that disagrees with the first recording beyond the cross-CPU tolerance.
+``--first`` rewrites the first recording, ``tests/data/reference_outputs.npz`` (made on ``main``
+at 9284b73, before the runtime-seam refactoring), which every other machine is compared with.
+Note the tree it was recorded from in ``tests/data/PROVENANCE.md``. Usage:
 ``HF_HUB_OFFLINE=1 uv run python tools/record_reference_outputs.py [--first]``.
 """
 
