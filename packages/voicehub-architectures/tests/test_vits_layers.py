@@ -186,8 +186,10 @@ def test_upsampling_by_phases_is_refused_where_it_does_not_apply(layer: TimeConv
 
 
 def test_decoder_upsamples_into_its_kept_buffer(voice: PiperVoice) -> None:
-    """The voice's upsampling layers run by phases, into one buffer kept between calls (a fresh tensor
-    per call was page-faulted in anew every time), and equal oneDNN's transposed convolution."""
+    """The voice's upsampling layers run by phases for one item, into the thread's kept buffer (a
+    fresh tensor per call was page-faulted in anew every time), dense channels-last (the residual
+    sums are fused into it in place), equal to oneDNN's transposed convolution; a batch, whose rows
+    would have gaps in the buffer, takes the transposed convolution; a changed weight is repacked."""
     dec = copy.deepcopy(voice.model.dec)
     for stage, up in enumerate(dec.ups):
         layer = cast(TimeConvTranspose1d, up)
@@ -195,11 +197,24 @@ def test_decoder_upsamples_into_its_kept_buffer(voice: PiperVoice) -> None:
         x = _channels_last(1, layer.in_channels, 24 * 8**stage, seed=stage)
         with torch.inference_mode():
             first = dec._upsample(stage, x, 0.5)
-            address, first = first.untyped_storage().data_ptr(), first.clone()
+            kept = dec.__dict__["_onednn_workspace"].buffers["upsampled"]
+            snapshot = first.clone()
             again = dec._upsample(stage, x, 0.5)
             reference = layer.onednn(x, scale=0.5)
-        assert float((first - reference).abs().max()) < TOLERANCE and torch.equal(first, again)
-        assert again.untyped_storage().data_ptr() == address  # the same buffer again
+        assert first.untyped_storage().data_ptr() == again.untyped_storage().data_ptr() == kept.data_ptr()
+        assert again.is_contiguous(memory_format=torch.channels_last)
+        assert float((snapshot - reference).abs().max()) < TOLERANCE and torch.equal(snapshot, again)
+    layer = cast(TimeConvTranspose1d, dec.ups[1])
+    pair = _channels_last(2, layer.in_channels, 40, seed=7)
+    with torch.inference_mode():
+        batched = dec._upsample(1, pair, 0.5)
+        assert batched.is_contiguous(memory_format=torch.channels_last)
+        assert float((batched - _transposed_reference(layer, pair, 0.5)).abs().max()) < TOLERANCE
+        with torch.no_grad():
+            layer.weight.mul_(-1)
+        x = _channels_last(1, layer.in_channels, 40, seed=8)
+        flipped = dec._upsample(1, x, 0.5)
+        assert float((flipped - _transposed_reference(layer, x, 0.5)).abs().max()) < TOLERANCE
 
 
 def test_transposed_upsampling_keeps_a_pack_per_input_shape(voice: PiperVoice) -> None:

@@ -9,10 +9,12 @@ Inference on the CPU in float32 (no autograd) takes a oneDNN path (:func:`onednn
 convolution's weight is reordered into oneDNN's blocked layout once and kept (rebuilt when the weight
 changes), the residual addition is fused into the convolution as a post-op writing into the residual
 buffer, the final tanh into the last convolution, the leaky ReLUs reuse one scratch buffer, the upsampling
-writes into a kept buffer (:meth:`TimeConvTranspose1d.onednn_phases`), and the padding of a
-bucketed length is cleared by zeroing the tail instead of multiplying by a mask. Same arithmetic,
-fewer passes over 8 MB activations, no per-call weight reorders and, after the first call of a
-length, no fresh activation buffers; outputs equal the plain path up to float rounding.
+writes into a kept buffer (:meth:`TimeConvTranspose1d.onednn_phases`, one item at a time), and the
+padding of a bucketed length is cleared by zeroing the tail instead of multiplying by a mask. Same
+arithmetic, fewer passes over 8 MB activations, no per-call weight reorders and, for one item with
+type-2 residual blocks (Piper's medium voices), no fresh stage-sized buffer after the first call of
+a length (a type-1 block's first convolution still returns a new tensor); outputs equal the plain
+path up to float rounding.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ POLYPHASE_BLOCK = 8
 """Samples per step of :meth:`TimeConv1d.onednn_polyphase` (measured fastest of 4, 8 and 16)."""
 
 PACKED_VARIANTS_KEPT = 8
-"""Packs of one weight kept for different input shapes (:meth:`TimeConvTranspose1d.onednn`), the
-least recently used dropped first: two tiles of a stage and the lengths of sentences in rotation
+"""Packs of one weight kept for different input shapes (:meth:`TimeConvTranspose1d.onednn` and
+:meth:`TimeConvTranspose1d.onednn_phases`, which the decoder uses), the least recently used dropped
+first: two tiles of a stage and the lengths of sentences in rotation
 (:data:`~voicehub.architectures.vits.model.SHAPE_BUCKET`, :data:`TILE_BUCKET`), without holding one
 pack per length ever seen. Bound for the joe-medium voice: 8 x 2.6 MB for its three upsampling layers.
 A length that missed repacks the three (~0.5 ms, measured 0.36 + 0.10 + 0.04 ms on two threads)."""
@@ -56,12 +59,15 @@ from call to call, and rounding each tile by 8 frames wastes less than rounding 
 decodes 2 x 120 frames instead of 256."""
 
 WORKSPACE_MAX_BYTES = 32 * 2**20
-"""Largest activation buffer the oneDNN path keeps between calls (one of five; 32 MB holds the last
-stage of a ~11 s sentence at 22 kHz). A fresh buffer costs its first touch in page faults on every
-call: glibc returns a freed buffer at the top of its heap to the system, and the next call faults it
-in again (~2.5 us a 4 kB page, measured 2026-12-03: ~10 ms for the 16 MB a 2.8 s sentence used to
-take fresh, ~15 % of its synthesis); ONNX Runtime keeps its buffers in an arena for the same reason.
-Longer sentences get fresh buffers."""
+"""Largest activation buffer the oneDNN path keeps between calls, per name and thread (32 MB holds
+the last stage of a ~11 s sentence at 22 kHz): five on the one-pass path (a stage's activated input,
+scratch, block output, sum and upsampled input); a thread decoding in tiles keeps those and the
+tile's input, and the caller of :meth:`Generator._forward_tiled` two stage outputs. A fresh buffer
+costs its first touch in page faults on every call: glibc returns a freed buffer at the top of its
+heap to the system, and the next call faults it in again (2.2 us a 4 kB page in isolation on this
+VM, 2026-12-03; a 2.8 s sentence took ~4000 faults a call with fresh upsampled activations, and
+0.963x the time without them, the two alternated in one process); ONNX Runtime keeps its buffers
+in an arena for the same reason. Longer sentences get fresh buffers."""
 
 
 class _PackedWeight:
@@ -300,9 +306,11 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
         padding), the weight packed once per input shape and thread count.
 
         oneDNN 3.13's transposed convolution runs HiFi-GAN's upsampling at 60-75 GFLOP/s on one AVX2
-        core, as fast as its regular convolution (the same layer as a 2-tap one, :meth:`onednn_phases`,
-        measured 0.85-0.97x the time on inputs of 4096 samples and more, 1.0-1.9x on shorter ones). The
-        decoder takes :meth:`onednn_phases` where it applies, for its output buffer, not for speed.
+        core, as fast as its regular convolution. The same layer as a 2-tap one into a kept buffer
+        (:meth:`onednn_phases`, zeroing included) took 1.03-1.06x its time per layer in a tight loop
+        where neither page-faults (2026-12-03, two threads, AVX-512: 0.39 against 0.37, 0.75 against
+        0.71 and 0.77 against 0.73 ms for a 160-frame sentence's three layers). The decoder takes
+        :meth:`onednn_phases` where it applies (one item), for its output buffer, not for speed.
 
         oneDNN picks the weight's blocked layout by input shape and threads, and converts a weight
         packed for another layout at every call by a generic reorder. The joe-medium voice's
@@ -351,16 +359,17 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
     def onednn_phases(self, x: Tensor, out: Tensor, *, scale: float = 1.0) -> Tensor:
         """:meth:`onednn` written into the caller's buffer ``out``, as a regular convolution.
 
-        With a kernel of two strides ``s``, output sample ``q * s + u - padding`` (0 <= u < s) depends on
-        input samples ``q - 1`` and ``q`` only: the layer is a 2-tap convolution from C_in to ``s * C_out``
-        channels (one group per phase ``u``, :func:`_phase_weight`) over the input padded by one sample
-        on each side, whose channels-last (batch, s * C_out, 1, T + 1) output is, in memory, the
-        channels-last (batch, C_out, 1, (T + 1) * s) upsampled signal shifted by ``padding`` samples.
-        The same multiply-adds as the transposed convolution. Written into ``out`` (zeroed, then the
-        convolution added as a oneDNN sum post-op), the output needs no fresh 1-8 MB tensor per call,
-        whose pages the allocator returned to the system after the previous call and the next one
-        faulted in again (~2.5 us a 4 kB page measured, ~10 ms of a 2.8 s sentence; ONNX Runtime keeps
-        its buffers in an arena).
+        With a kernel of two strides ``s``, output sample ``q * s + u - padding`` (0 <= u < s) depends
+        on input samples ``q - 1`` and ``q`` only: the layer is a 2-tap convolution from C_in to
+        ``s * C_out`` channels (a block of C_out output channels per phase ``u``,
+        :func:`_phase_weight`) over the input padded by one sample on each side, whose channels-last
+        (batch, s * C_out, 1, T + 1) output is, in memory, the channels-last (batch, C_out, 1,
+        (T + 1) * s) upsampled signal shifted by ``padding`` samples. The same multiply-adds as the
+        transposed convolution. Written into ``out`` (zeroed, then the convolution added as a oneDNN
+        sum post-op), the output needs no fresh 1-8 MB tensor per call, whose pages the allocator
+        returned to the system after the previous call and the next one faulted in again (see
+        :data:`WORKSPACE_MAX_BYTES`; ONNX Runtime keeps its buffers in an arena). For one item the
+        result is a dense channels-last tensor; for a batch with padding, rows with gaps between them.
 
         Args:
             x: float32 channels-last (batch, C_in, 1, T), :func:`onednn_usable`, and :meth:`phases_ready`.
@@ -532,9 +541,10 @@ class Generator(nn.Module):
         )
 
     def _workspace(self, name: str, like: Tensor, *, width: int | None = None, channels: int | None = None) -> Tensor:
-        """A channels-last float32 buffer shaped like ``like`` (with ``width`` samples, if given; contents
-        undefined), kept between calls of this thread up to :data:`WORKSPACE_MAX_BYTES` (not a parameter
-        or buffer: never saved)."""
+        """A channels-last float32 buffer shaped like ``like`` (with ``width`` samples and ``channels``
+        channels, where given; contents undefined), kept between calls of this thread up to
+        :data:`WORKSPACE_MAX_BYTES` (not a parameter or buffer: never saved). A larger request replaces
+        the kept buffer; views of the old one stay valid."""
         batch, like_channels, height, like_width = like.shape
         width = like_width if width is None else width
         channels = like_channels if channels is None else channels
@@ -577,9 +587,11 @@ class Generator(nn.Module):
     def _upsample(self, stage: int, x: Tensor, scale: float) -> Tensor:
         """Stage ``stage``'s upsampling of the activated ``x * scale`` (channels-last, oneDNN path), into
         this thread's ``"upsampled"`` buffer where the layer allows
-        (:meth:`TimeConvTranspose1d.onednn_phases`)."""
+        (:meth:`TimeConvTranspose1d.onednn_phases`) and ``x`` holds one item: the result must be a
+        dense channels-last tensor, for the residual sums fused into it in place, and a batch's rows
+        cut out of the buffer would leave gaps between them."""
         up = cast(TimeConvTranspose1d, self.ups[stage])
-        if not up.phases_ready():
+        if not up.phases_ready() or (x.shape[0] > 1 and up.padding[0] != 0):
             return up.onednn(x, scale=scale)
         out = self._workspace("upsampled", x, channels=up.out_channels, width=(x.shape[3] + 1) * up.stride[0])
         return up.onednn_phases(x, out, scale=scale)
