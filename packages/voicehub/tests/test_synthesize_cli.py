@@ -197,6 +197,29 @@ def test_usage_errors_name_the_flag_and_write_nothing(
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize("name", ["voices", "speech.wav"])
+def test_an_output_that_is_a_directory_is_named_as_one(name: str, tmp_path: Path) -> None:
+    """With or without an audio suffix, a directory given to -o is reported as a directory (not as
+    an unknown suffix), pointing to a file inside it and to --output-dir; nothing is written."""
+    directory = tmp_path / name
+    directory.mkdir()
+    code, _, err = _run(TEXT, "-o", str(directory))
+    assert code == 2, err
+    assert f"{directory} is a directory" in err and "--output-dir" in err and "suffix" not in err
+    assert not list(directory.iterdir())
+
+
+def test_text_files_that_cannot_be_read_say_why(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.txt"
+    code, _, err = _run("--text-file", str(missing), "-o", str(tmp_path / "a.wav"))
+    assert code == 2 and f"--text-file {missing}: no such file" in err and "UTF-8" not in err
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("Caf\u00e9 au lait.".encode("latin-1"))
+    code, _, err = _run("--text-file", str(latin1), "-o", str(tmp_path / "a.wav"))
+    assert code == 2 and "not UTF-8 text (byte 0xe9 at offset 3)" in err and "iconv" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latin1.txt"]
+
+
 def test_bad_text_and_speaker_are_reported_without_a_traceback(tmp_path: Path) -> None:
     code, _, err = _run("— ...", "-o", str(tmp_path / "a.wav"))
     assert code == 1 and "nothing to pronounce" in err and "Traceback" not in err

@@ -243,6 +243,8 @@ def _field_hints(cls: type) -> dict[str, Any]:
 
 
 def _describe(hint: Any) -> str:
+    if hint is type(None):
+        return "None"
     return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 

@@ -73,13 +73,21 @@ def _read_text(text: str | None, text_file: str | None) -> str:
     if text is None:
         if text_file is None and sys.stdin.isatty():
             raise click.UsageError('no text: pass TEXT ("Hello."), --text-file FILE, or pipe it on standard input')
+        source = "standard input" if text_file is None or text_file == STDOUT else f"--text-file {text_file}"
         try:
             if text_file is None or text_file == STDOUT:
                 text = sys.stdin.read()
             else:
                 text = Path(text_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise click.UsageError(f"--text-file {text_file}: cannot read it as UTF-8 text ({err})") from err
+        except UnicodeDecodeError as err:
+            raise click.UsageError(
+                f"{source}: not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}); convert it "
+                "first, e.g. iconv -f latin1 -t utf-8 FILE > FILE.utf8"
+            ) from err
+        except FileNotFoundError as err:
+            raise click.UsageError(f"{source}: no such file; check the path") from err
+        except OSError as err:
+            raise click.UsageError(f"{source}: cannot read it ({err.strerror or err})") from err
     if not text.strip():
         raise click.UsageError("the text is empty; give words to speak")
     return text
@@ -213,11 +221,17 @@ def _audio_format(output: str) -> str:
     """The libsndfile format for ``-o``: from the suffix; WAV for a special file without an audio suffix.
 
     Raises:
-        click.BadParameter: for a regular file whose suffix is no audio format libsndfile writes.
+        click.BadParameter: for a directory, or a regular file whose suffix is no audio format libsndfile writes.
     """
     import soundfile
 
     formats = soundfile.available_formats()
+    if Path(output).is_dir():
+        raise click.BadParameter(
+            f"{output} is a directory; pass a file path inside it (e.g. {Path(output) / 'speech.wav'}), "
+            f"or --output-dir {output} for one file per line",
+            param_hint="-o/--output",
+        )
     suffix = Path(output).suffix.lstrip(".").upper()
     if suffix in formats:
         return suffix

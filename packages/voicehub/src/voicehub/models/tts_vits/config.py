@@ -88,18 +88,18 @@ class TTSVITSOptions(Config):
         # bad value is refused with the option's name before any work (and as a usage error on the CLI).
         length = self.length_scale
         if length is not None and (not math.isfinite(length) or not 0 < length <= MAX_LENGTH_SCALE):
-            expected = f"a number > 0 and <= {MAX_LENGTH_SCALE:g} (1.0 is normal speed, 2.0 twice as slow) or None"
+            expected = f"a number > 0 and <= {MAX_LENGTH_SCALE:g} (1.0 is normal speed, 2.0 twice as slow)"
             raise _option_error("length_scale", expected, length)
         for key in ("noise_scale", "noise_w"):
             value = getattr(self, key)
             if value is not None and (not math.isfinite(value) or not 0 <= value <= MAX_NOISE_SCALE):
-                raise _option_error(key, f"a number in [0, {MAX_NOISE_SCALE:g}] (voices use 0.3-1.0) or None", value)
+                raise _option_error(key, f"a number in [0, {MAX_NOISE_SCALE:g}] (voices use 0.3-1.0)", value)
         if self.seed is not None and not 0 <= self.seed <= MAX_SEED:
-            raise _option_error("seed", f"an integer in 0..{MAX_SEED} or None", self.seed)
+            raise _option_error("seed", f"an integer in 0..{MAX_SEED} (unset: a random seed)", self.seed)
         if not math.isfinite(self.sentence_silence_s) or not 0 <= self.sentence_silence_s <= 10:
             raise _option_error("sentence_silence_s", "seconds in [0, 10]", self.sentence_silence_s)
         if isinstance(self.speaker, int) and self.speaker < 0:
-            raise _option_error("speaker", "a speaker name, an index >= 0, or None", self.speaker)
+            raise _option_error("speaker", "a speaker name or an index >= 0 (unset: the voice's first)", self.speaker)
 
 
 __all__ = ["MAX_SEED", "TTSVITSConfig", "TTSVITSOptions"]
