@@ -152,6 +152,7 @@ def test_length_scale_stretches_the_durations(tts: VITSTTSModel) -> None:
     slow = tts.generate("Slowly now.", seed=1, noise_w=0.0, length_scale=2.0)
     assert 1.8 < slow.duration_s / normal.duration_s < 2.2
     assert slow.metadata["length_scale"] == 2.0 and normal.metadata["length_scale"] == 1.0  # the voice's default
+    assert all(isinstance(normal.metadata[key], float) for key in ("length_scale", "noise_scale", "noise_w"))
 
 
 def test_output_path_writes_the_audio_and_names_it(tts: VITSTTSModel, tmp_path: Path) -> None:

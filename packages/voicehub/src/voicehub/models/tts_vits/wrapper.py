@@ -222,9 +222,10 @@ class VITSTTSModel(PreTrainedTTSModel[TTSVITSConfig, TTSVITSOptions, VITSRuntime
     # ------------------------------------------------------------------ inference
     def _settings(self, runtime: VITSRuntime, options: TTSVITSOptions) -> _Settings:
         voice = runtime.voice
-        noise_scale = voice.noise_scale if options.noise_scale is None else options.noise_scale
-        length_scale = voice.length_scale if options.length_scale is None else options.length_scale
-        noise_w = voice.noise_w if options.noise_w is None else options.noise_w
+        # float(): a voice's .onnx.json may write 1 for 1.0, and the metadata should not change type with it.
+        noise_scale = float(voice.noise_scale if options.noise_scale is None else options.noise_scale)
+        length_scale = float(voice.length_scale if options.length_scale is None else options.length_scale)
+        noise_w = float(voice.noise_w if options.noise_w is None else options.noise_w)
         check_scales(noise_scale=noise_scale, length_scale=length_scale, noise_w=noise_w)
         seed = options.seed if options.seed is not None else int(torch.randint(0, MAX_SEED, (1,)))
         return _Settings(
