@@ -307,9 +307,9 @@ class TimeConvTranspose1d(nn.ConvTranspose1d):
 
         oneDNN 3.13's transposed convolution runs HiFi-GAN's upsampling at 60-75 GFLOP/s on one AVX2
         core, as fast as its regular convolution. The same layer as a 2-tap one into a kept buffer
-        (:meth:`onednn_phases`, zeroing included) took 1.03-1.06x its time per layer in a tight loop
-        where neither page-faults (2026-12-03, two threads, AVX-512: 0.39 against 0.37, 0.75 against
-        0.71 and 0.77 against 0.73 ms for a 160-frame sentence's three layers). The decoder takes
+        (:meth:`onednn_phases`, zeroing included) took 1.03-1.05x its time per layer in a tight loop
+        where neither page-faults (2026-12-03, two threads, AVX-512, minima of 60: 0.39 against 0.37,
+        0.72 against 0.69 and 0.75 against 0.71 ms for a 160-frame sentence's three layers). The decoder takes
         :meth:`onednn_phases` where it applies (one item), for its output buffer, not for speed.
 
         oneDNN picks the weight's blocked layout by input shape and threads, and converts a weight
