@@ -146,7 +146,11 @@ def read_onnx_voice(path: str | os.PathLike[str]) -> OnnxVoiceGraph:
     try:
         model = onnx.load(os.fspath(file))
     except Exception as err:  # protobuf raises its own DecodeError; any failure means "not ONNX"
-        raise CheckpointError(f"{file}: cannot read as an ONNX model ({type(err).__name__}: {err})", path=file) from err
+        raise CheckpointError(
+            f"{file}: cannot read as an ONNX model ({type(err).__name__}: {err}); the file may be truncated "
+            "or not a voice: download it again (a Piper voice is a .onnx file with its .onnx.json beside it)",
+            path=file,
+        ) from err
     graph = model.graph
     if not graph.initializer:
         raise CheckpointError(f"{file}: the ONNX model has no initializers (weights); not a Piper voice", path=file)
