@@ -19,6 +19,7 @@ input when neither is given. Where the audio goes:
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
@@ -73,12 +74,12 @@ def _read_text(text: str | None, text_file: str | None) -> str:
     if text is None:
         if text_file is None and sys.stdin.isatty():
             raise click.UsageError('no text: pass TEXT ("Hello."), --text-file FILE, or pipe it on standard input')
-        source = "standard input" if text_file is None or text_file == STDOUT else f"--text-file {text_file}"
+        if text_file is None or text_file == STDOUT:
+            source, read = "standard input", sys.stdin.read
+        else:
+            source, read = f"--text-file {text_file}", functools.partial(Path(text_file).read_text, encoding="utf-8")
         try:
-            if text_file is None or text_file == STDOUT:
-                text = sys.stdin.read()
-            else:
-                text = Path(text_file).read_text(encoding="utf-8")
+            text = read()
         except UnicodeDecodeError as err:
             raise click.UsageError(
                 f"{source}: not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start}); convert it "
