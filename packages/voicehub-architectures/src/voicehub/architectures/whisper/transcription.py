@@ -133,6 +133,41 @@ class _Split:
     single_timestamp_ending: bool
 
 
+@dataclasses.dataclass(slots=True, kw_only=True)
+class _WindowSeek:
+    """Where the transcription of one independent window stands (see ``transcribe_windows``).
+
+    Attributes:
+        mel: the window's normalised log-mel, (num_mel_bins, 3000).
+        num_frames: its frames of real audio (100 per second).
+        offset_s: where the window starts in its source, in seconds.
+        language: the language it is decoded in.
+        prompt: previous-text tokens for its next decoding (the initial prompt, then its text so far).
+        seek: frames of the window transcribed so far.
+        last_speech_s: end of its last timed word, in seconds (word timestamps only).
+        segments: its finished segments, in order.
+    """
+
+    mel: Tensor
+    num_frames: int
+    offset_s: float
+    language: str
+    prompt: list[int]
+    last_speech_s: float
+    seek: int = 0
+    segments: list[WhisperSegment] = dataclasses.field(default_factory=list)
+
+    @property
+    def start_s(self) -> float:
+        """Where the window's untranscribed rest starts in the source, in seconds."""
+        return self.offset_s + self.seek / FRAMES_PER_SECOND
+
+    @property
+    def done(self) -> bool:
+        """Whether the window is transcribed to its end."""
+        return self.seek >= self.num_frames
+
+
 class WhisperTranscriber:
     """Transcribes audio with one loaded checkpoint.
 
@@ -255,13 +290,22 @@ class WhisperTranscriber:
     ) -> list[WhisperTranscript]:
         """Transcribe independent windows of at most 30 s as one batch.
 
+        Each window is transcribed to its end with the reference seek rule, as :meth:`transcribe`
+        does for a whole file: when a window's decoding ends before the window does (its last
+        complete timestamp pair is followed by nothing, or by text without a closing timestamp),
+        the segments up to that pair are kept and the rest of the window, from the pair's time, is
+        decoded again with the window's text so far as prompt. The continuations of all windows are
+        decoded together, round after round, until every window is transcribed to its end. (A
+        window is not done when its decoding stops: tiny.en ends a 30.0 s window whose last
+        sentence starts at 27.2 s with ``<|27.16|><|27.16|>`` and end-of-text.)
+
         Args:
             waveforms: float (num_samples,) arrays, mono, in [-1, 1], at 16000 Hz, each at most
                 480000 samples (30 s).
             offsets_s: where each window starts in its source, in seconds (added to every time);
                 default 0.
             options: decoding options; ``initial_prompt`` is given to every window,
-                ``condition_on_previous_text`` does not apply (windows are independent), and
+                ``condition_on_previous_text`` applies within a window (its continuations), and
                 ``language=None`` detects the language of each window on its own (detect it once
                 with :meth:`detect_language` and pass it to give all windows one language).
 
@@ -284,69 +328,110 @@ class WhisperTranscriber:
             )
         if not samples:
             return []
-        features = self._encode(window_log_mel(samples, self.model.config.num_mel_bins))
+        mel = window_log_mel(samples, self.model.config.num_mel_bins)
+        features = self._encode(mel)
         languages = self._language(options, features)
         prompt = self.decoder.prompt_tokens(options.initial_prompt)
-        initial = [self.decoder.initial_tokens(language, options, prompt) for language, _ in languages]
-        generator = torch.Generator().manual_seed(options.seed)
-        cross = self.model.decoder.cross_keys_values(features)
-        results = self.decoder.decode_with_fallback(features, initial, options, generator, cross=cross)
-        drafts: list[list[SegmentDraft]] = []
-        for index, (result, offset) in enumerate(zip(results, offsets_s, strict=True)):
-            num_frames = min(WINDOW_NUM_FRAMES, samples[index].shape[0] // HOP_LENGTH)
-            silent = self.decoder.is_silent(result, options)
-            drafts.append([] if silent else self._window_segments(result.tokens, float(offset), num_frames))
-        if options.word_timestamps:
-            self._align_windows(drafts, samples, offsets_s, languages, options, cross)
-        transcripts = []
-        for index, result in enumerate(results):
-            language, probability = languages[index]
-            duration_s = samples[index].shape[0] / SAMPLE_RATE
-            segments = [s for d in drafts[index] if (s := self._finish(d, result)) is not None]
-            transcripts.append(
-                WhisperTranscript(
-                    segments=tuple(segments), language=language, language_probability=probability, duration_s=duration_s
-                )
-            )
-        return transcripts
-
-    def _align_windows(
-        self, drafts: list[list[SegmentDraft]], samples: Sequence[Tensor], offsets_s: Sequence[float],
-        languages: Sequence[tuple[str, float]], options: DecodingOptions, cross: Sequence[tuple[Tensor, Tensor]],
-    ) -> None:  # fmt: skip
-        """Time the words of every window's segments in one alignment pass; segments span their words."""
         windows = [
-            AlignmentWindow(
-                sot_sequence=tuple(self.tokenizer.sot_sequence(language, options.task)),
-                text_tokens=segment_text_tokens(segments, self.tokenizer),
+            _WindowSeek(
+                mel=mel[index],
                 num_frames=min(WINDOW_NUM_FRAMES, window.shape[0] // HOP_LENGTH),
+                offset_s=float(offset),
                 language=language,
+                prompt=list(prompt),
+                last_speech_s=float(offset),
             )
-            for segments, window, (language, _) in zip(drafts, samples, languages, strict=True)
+            for index, (window, offset, (language, _)) in enumerate(zip(samples, offsets_s, languages, strict=True))
+        ]
+        generator = torch.Generator().manual_seed(options.seed)
+        pending = windows
+        while pending:
+            self._seek_round(pending, features, options, generator)
+            pending = [w for w in windows if not w.done]
+            if pending:
+                features = self._encode(
+                    torch.stack([pad_or_trim_frames(w.mel[:, w.seek : w.num_frames]) for w in pending])
+                )
+        return [
+            WhisperTranscript(
+                segments=tuple(w.segments),
+                language=language,
+                language_probability=probability,
+                duration_s=window.shape[0] / SAMPLE_RATE,
+            )
+            for w, window, (language, probability) in zip(windows, samples, languages, strict=True)
+        ]
+
+    def _seek_round(
+        self, windows: Sequence[_WindowSeek], features: Tensor, options: DecodingOptions, generator: torch.Generator
+    ) -> None:
+        """Decode every window from its seek (``features``: one encoded 30 s window each) and move the seeks.
+
+        Windows whose decoder inputs differ in length (their prompts do) are decoded in groups of
+        one length; all of them are aligned together when word timestamps are asked for.
+        """
+        cross = self.model.decoder.cross_keys_values(features)
+        initial = [self.decoder.initial_tokens(w.language, options, w.prompt) for w in windows]
+        by_row: dict[int, DecodingResult] = {}
+        for length in sorted({len(tokens) for tokens in initial}):
+            rows = [k for k, tokens in enumerate(initial) if len(tokens) == length]
+            index = torch.tensor(rows, device=features.device)
+            group_cross = cross if len(rows) == len(windows) else [(k[index], v[index]) for k, v in cross]
+            decoded = self.decoder.decode_with_fallback(
+                features.index_select(0, index), [initial[k] for k in rows], options, generator, cross=group_cross
+            )
+            by_row.update(zip(rows, decoded, strict=True))
+        results = [by_row[k] for k in range(len(windows))]
+        splits = [
+            None
+            if self.decoder.is_silent(result, options)
+            else self._split(result.tokens, window.start_s, window.num_frames - window.seek)
+            for window, result in zip(windows, results, strict=True)
+        ]
+        if options.word_timestamps:
+            self._align_round(windows, splits, options, cross)
+        for window, result, split in zip(windows, results, splits, strict=True):
+            if split is None:
+                window.seek = window.num_frames  # a silent rest of a window holds no words
+                continue
+            size = window.num_frames - window.seek
+            advance = split.advance_frames
+            if advance < size and options.word_timestamps:
+                last_word_end = next((w.end_s for s in reversed(split.segments) for w in reversed(s.words)), None)
+                if last_word_end is not None and last_word_end > window.start_s:
+                    advance = round((last_word_end - window.start_s) * FRAMES_PER_SECOND)
+            finished = [s for d in split.segments if (s := self._finish(d, result)) is not None]
+            window.segments.extend(finished)
+            if options.condition_on_previous_text and result.temperature <= options.prompt_reset_on_temperature:
+                window.prompt.extend(t for s in finished for t in s.tokens)
+            else:
+                window.prompt = []
+            window.seek = min(window.num_frames, window.seek + max(advance, 1))
+
+    def _align_round(
+        self, windows: Sequence[_WindowSeek], splits: Sequence[_Split | None], options: DecodingOptions,
+        cross: Sequence[tuple[Tensor, Tensor]],
+    ) -> None:  # fmt: skip
+        """Time the words of one round's complete segments in one alignment pass; segments span their words."""
+        drafts = [split.segments if split is not None else [] for split in splits]
+        alignment = [
+            AlignmentWindow(
+                sot_sequence=tuple(self.tokenizer.sot_sequence(window.language, options.task)),
+                text_tokens=segment_text_tokens(segments, self.tokenizer),
+                num_frames=window.num_frames - window.seek,
+                language=window.language,
+            )
+            for segments, window in zip(drafts, windows, strict=True)
         ]
         words = find_alignments(
-            self.model, self.tokenizer, cross, windows, self.heads, word_probabilities=options.word_probabilities
+            self.model, self.tokenizer, cross, alignment, self.heads, word_probabilities=options.word_probabilities
         )
-        for segments, found, offset in zip(drafts, words, offsets_s, strict=True):
-            place_words(
-                segments, found, tokenizer=self.tokenizer, window_start_s=float(offset), last_speech_s=float(offset),
-                step_s=self.model.config.time_precision_s, segment_times_from_words=True,
+        for segments, found, window in zip(drafts, words, windows, strict=True):
+            window.last_speech_s = place_words(
+                segments, found, tokenizer=self.tokenizer, window_start_s=window.start_s,
+                last_speech_s=window.last_speech_s, step_s=self.model.config.time_precision_s,
+                segment_times_from_words=True,
             )  # fmt: skip
-
-    def _window_segments(self, tokens: Sequence[int], offset_s: float, num_frames: int) -> list[SegmentDraft]:
-        """All segments of an independent window: the complete ones and the unfinished tail."""
-        split = self._split(tokens, offset_s, num_frames)
-        begin = self.tokenizer.special.timestamp_begin
-        covered = sum(len(s.tokens) for s in split.segments)
-        tail = [t for t in tokens[covered:] if t < begin]
-        if tail:
-            start = split.segments[-1].end_s if split.segments else offset_s
-            split.segments.append(
-                SegmentDraft(
-                    start_s=start, end_s=offset_s + num_frames / FRAMES_PER_SECOND, tokens=list(tokens[covered:])
-                )
-            )
-        return split.segments
 
     # ---------------------------------------------------------------------------------- sequential long form
     def transcribe(self, waveform: Tensor | np.ndarray, options: DecodingOptions | None = None) -> WhisperTranscript:
