@@ -20,7 +20,7 @@ from voicehub.core.audio import (
     save_audio,
 )
 from voicehub.core.audio_stream import AudioFileInfo, audio_file_info, iter_audio_blocks
-from voicehub.core.checkpoint import check_tensor_values, read_safetensors
+from voicehub.core.checkpoint import check_state_dict, check_tensor_values, read_safetensors
 from voicehub.core.config import Config, Migration
 from voicehub.core.device import Device, DType, normalize_device, normalize_dtype, resolve_device, resolve_dtype
 from voicehub.core.errors import (
@@ -28,6 +28,7 @@ from voicehub.core.errors import (
     AudioDecodeError,
     AudioError,
     CheckpointError,
+    CheckpointMismatchError,
     ConfigError,
     DeviceError,
     InferenceOptionError,
@@ -87,6 +88,7 @@ __all__ = [
     "AudioFileInfo",
     "AudioLike",
     "CheckpointError",
+    "CheckpointMismatchError",
     "Config",
     "ConfigError",
     "DType",
@@ -125,6 +127,7 @@ __all__ = [
     "check_output_file",
     "check_outputs",
     "check_sample_rate",
+    "check_state_dict",
     "check_tensor_values",
     "decode_audio_file",
     "import_optional",

@@ -178,6 +178,37 @@ class CheckpointError(VoiceHubError, ValueError):
         self.path = str(path) if path is not None else None
 
 
+class CheckpointMismatchError(CheckpointError):
+    """A checkpoint's tensors do not fit the native graph; nothing was loaded.
+
+    Raised by the strict checkpoint adapters (through
+    :func:`voicehub.core.checkpoint.check_state_dict`) *before* the model is touched, with every
+    problem listed at once. ``voicehub.architectures.errors`` re-exports it.
+
+    Attributes:
+        missing: tensor names the graph needs and the checkpoint lacks, sorted.
+        unexpected: checkpoint tensor names nothing consumes, sorted.
+        mismatched: ``(name, expected shape, checkpoint shape)`` triples, sorted by name.
+        not_floating: ``(name, dtype)`` of tensors that must be floating point and are not, sorted.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        missing: Iterable[str] = (),
+        unexpected: Iterable[str] = (),
+        mismatched: Iterable[tuple[str, tuple[int, ...], tuple[int, ...]]] = (),
+        not_floating: Iterable[tuple[str, str]] = (),
+    ):
+        super().__init__(message, path=path)
+        self.missing = tuple(sorted(missing))
+        self.unexpected = tuple(sorted(unexpected))
+        self.mismatched = tuple(sorted(mismatched))
+        self.not_floating = tuple(sorted(not_floating))
+
+
 class OutputPathError(VoiceHubError, OSError):
     """A destination file cannot be written (missing or unwritable directory, a directory...).
 
@@ -221,6 +252,7 @@ __all__ = [
     "AudioDecodeError",
     "AudioError",
     "CheckpointError",
+    "CheckpointMismatchError",
     "ConfigError",
     "DeviceError",
     "InferenceOptionError",

@@ -1,29 +1,41 @@
-"""Writing files safely: check destinations before work, write atomically, ordinary modes.
+"""Writing files safely: check destinations before work, write atomically and durably, ordinary modes.
 
-Every VoiceHub writer (configs, audio, RTTM, checkpoints, ``save_pretrained``) goes through
-this module:
+Every VoiceHub writer (configs, audio, RTTM, checkpoints, ``save_pretrained``, training
+checkpoints, batch output parts and summaries) goes through this module, and every one follows
+the same transaction:
 
 * A destination is checked *before* any expensive work (decoding audio, loading weights): its
   nearest existing ancestor must be a directory in which a file can actually be created. A
   probe file is created and removed, which also catches pseudo file systems such as ``/proc``
   and read-only mounts whatever the process's privileges (``os.access`` does not).
-* Content is written to a temporary file beside the destination and renamed over it with
-  :func:`os.replace` (atomic on POSIX and Windows): the destination holds either its old
-  content or the complete new one. A symbolic link is written through to its target.
+* A file is written by :func:`atomic_write`: into a temporary file beside the destination
+  (``.NAME.PID.RANDOM.partial``), which is ``fsync``-ed, renamed over the destination with
+  :func:`os.replace` (atomic on POSIX and Windows), after which the directory is ``fsync``-ed.
+  The destination holds either its old content or the complete new one, after a crash, a
+  ``kill -9`` or a power loss alike. A symbolic link is written through to its target.
+* A directory of several files (a saved model, a training checkpoint, a scoring back-end) is
+  written by :func:`write_directory` under the same rule: into a staging directory beside it,
+  every file and directory in it ``fsync``-ed, then moved into place (merged with what is there
+  or replacing it as a whole) and the parent directory ``fsync``-ed.
 * Only regular files are replaced. A destination that exists and is a special file (a pipe, a
   FIFO, a character or block device, e.g. ``/dev/stdout``, ``/dev/null`` or a shell's
-  ``>(command)``) is written *into*: the content is produced in a private temporary directory
-  and then copied into the special file, which stays what it was.
+  ``>(command)``) is never renamed over: by default the content is produced in a private
+  temporary directory and then copied *into* the special file, which stays what it was; with
+  ``refuse_special_files=True`` (writers whose destination must be a regular file, such as a
+  batch job's parts) the write is refused with :class:`~voicehub.core.errors.OutputPathError`.
 * Temporary files and staging directories left by a killed write (``.NAME.*.partial``,
-  ``.NAME.voicehub-*``) are removed by the next write to the same destination; one that another
-  process still writes (it holds an advisory lock on it) is left alone.
+  ``.NAME.voicehub-*``) are hidden, never match an output name, and are removed by the next
+  write to the same destination; one that another process still writes (its PID runs, or it
+  holds an advisory lock on the staging directory) is left alone. A failing write removes its
+  own temporary file or staging directory whatever the exception.
 * Missing parent directories are created only at write time and removed again if the write
   fails, so a failure leaves nothing new behind.
 * Files get the mode a plain ``open()`` would give (``0o666 & ~umask``, or the mode of the file
   they replace) and directories ``0o777 & ~umask``, not the ``0o600`` of :mod:`tempfile`.
-* A directory of several files (a saved model, a checkpoint, a scoring back-end) is written by
-  :func:`write_directory` as one transaction: into a staging directory beside it, then moved into
-  place, merged with what is there or replacing it as a whole.
+
+Just before the rename that commits a write, both transactions raise the audit event
+``voicehub.core.files.commit`` with the arguments ``(temporary, destination)`` (paths as
+strings; :func:`sys.audit`), so a test or a tracer can observe, or hold, a write at that point.
 
 Failures are :class:`~voicehub.core.errors.OutputPathError` naming the destination.
 """
@@ -35,12 +47,13 @@ import json
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
-from voicehub.core.errors import OutputPathError
+from voicehub.core.errors import OutputPathError, check_flag
 
 CONFIG_FILE_NAME = "config.json"
 """File holding a config (strict JSON) inside a saved directory; written last, so a directory that
@@ -48,6 +61,10 @@ has one is complete."""
 
 WEIGHTS_FILE_NAME = "model.safetensors"
 """File holding a model's state dict inside a saved directory (safetensors format)."""
+
+COMMIT_AUDIT_EVENT = "voicehub.core.files.commit"
+"""The :func:`sys.audit` event raised just before a write is renamed into place, with the arguments
+``(temporary, destination)``."""
 
 SAVED_ENTRIES_FILE_NAME = ".voicehub-saved.json"
 """Hidden file in which :func:`write_directory` (with ``record=True``) lists the entries it wrote, so
@@ -312,40 +329,112 @@ def created_parents(directory: Path, *, what: str, destination: Path) -> Iterato
         raise
 
 
+_NO_SYNC_ERRNOS = frozenset({22, 95})  # EINVAL, EOPNOTSUPP: a file system that cannot sync this kind of file
+
+
+def _sync(path: Path, *, directory: bool) -> None:
+    """``fsync`` a file or a directory by path (directories on POSIX only: Windows cannot open them)."""
+    if directory and os.name != "posix":
+        return
+    flags = os.O_RDONLY if os.name == "posix" else os.O_RDWR  # Windows syncs only writable handles
+    if directory:
+        flags |= getattr(os, "O_DIRECTORY", 0)
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        if err.errno not in _NO_SYNC_ERRNOS:
+            raise
+    finally:
+        os.close(fd)
+
+
+def _sync_tree(root: Path) -> None:
+    """``fsync`` every regular file and directory under ``root`` (``root`` last), symbolic links skipped."""
+    for current, _, files in os.walk(root, topdown=False):
+        for name in files:
+            item = Path(current) / name
+            if not item.is_symlink() and item.is_file():
+                _sync(item, directory=False)
+        _sync(Path(current), directory=True)
+
+
+def _sync_new_entries(directory: Path, made: list[Path]) -> None:
+    """``fsync`` ``directory`` and, for parents this write created, the directories that hold them."""
+    for item in [directory, *(created.parent for created in made)]:
+        _sync(item, directory=True)
+
+
+def _commit_file(temporary: Path, target: Path, *, what: str) -> None:
+    """Rename the complete, synced ``temporary`` over ``target``, refusing to replace a special file."""
+    if is_special_file(target):  # it became one after the checks (a FIFO made meanwhile): never replace it
+        raise OutputPathError(
+            f"{what} {target}: is now a special file (pipe, FIFO or device), which a write never replaces with a "
+            f"regular file; remove it or choose a regular file path",
+            path=target,
+        )
+    sys.audit(COMMIT_AUDIT_EVENT, os.fspath(temporary), os.fspath(target))
+    os.replace(temporary, target)
+
+
 def atomic_write(
     path: str | os.PathLike[str],
     write: Callable[[Path], object],
     *,
     what: str = "output file",
     create_parents: bool = True,
+    refuse_special_files: bool = False,
 ) -> Path:
-    """Write a file through a temporary file beside it and an atomic rename.
+    """Write a file in one durable transaction: temporary file beside it, ``fsync``, rename, ``fsync`` of the directory.
+
+    This is the one file-writing transaction of VoiceHub (see the module docstring). In order:
+    the destination is checked (:func:`check_output_file`); missing parents are created; leftovers
+    of killed writes to the same destination are removed (:func:`remove_leftovers`); ``write``
+    fills a temporary file ``.NAME.PID.RANDOM.partial`` in the destination's directory; the file
+    gets its final mode and is ``fsync``-ed; it is renamed over the destination
+    (:func:`os.replace`, after the audit event :data:`COMMIT_AUDIT_EVENT`); the directory (and
+    the directories holding any parent this write created) is ``fsync``-ed. A process killed at
+    any point leaves the destination absent or with its old complete content, never part of the
+    new one; the temporary file it may leave is hidden and removed by the next write.
 
     Args:
         path: the destination file.
         write: called with a temporary path in the destination's directory; it must write the
-            complete file there (e.g. ``lambda tmp: tmp.write_bytes(data)``).
-        what: how messages name the destination.
+            complete file there (e.g. ``lambda tmp: tmp.write_bytes(data)``) and close it.
+        what: how messages name the destination (``"--rttm file"``).
         create_parents: create missing parent directories (removed again on failure); pass
             ``False`` to refuse a missing directory.
+        refuse_special_files: refuse a destination that is a special file (pipe, FIFO, device:
+            :func:`is_special_file`) instead of writing into it.
 
-    A special file (a pipe, FIFO or device: :func:`is_special_file`) is not replaced: the content
-    is written to a temporary file in a private temporary directory (under the file's own name,
-    so writers that choose a format by suffix still can), then copied into it.
+    A special file is never replaced by a regular file. Unless ``refuse_special_files``, the
+    content is written to a temporary file in a private temporary directory (under the file's
+    own name, so writers that choose a format by suffix still can), then copied into it; that
+    copy is not synced (pipes and devices have nothing to sync).
 
     Returns:
         The destination path (symbolic links resolved, except for a special file).
 
     Raises:
-        OutputPathError: for a bad destination or an ``OSError`` while writing; the old file,
-            if any, is kept and no temporary file is left behind. Other errors raised by
-            ``write`` propagate unchanged, with the same clean-up.
+        OutputPathError: for a bad destination, a special file with ``refuse_special_files``
+            (or one that appears at the destination while writing), or an ``OSError`` while
+            writing, syncing or renaming; the old file, if any, is kept and no temporary file is
+            left behind. Other errors raised by ``write`` (and ``KeyboardInterrupt``) propagate
+            unchanged, with the same clean-up.
+        ArgumentTypeError: if ``refuse_special_files`` is not a ``bool``.
     """
+    refuse = check_flag(refuse_special_files, name="refuse_special_files")
     target = check_output_file(path, what=what, create_parents=create_parents)
     if is_special_file(target):
+        if refuse:
+            raise OutputPathError(
+                f"{what} {target}: is a special file (pipe, FIFO or device), not a regular file; it is not "
+                f"replaced and this output is not written into it: choose a regular file path",
+                path=target,
+            )
         _write_into_special(target, write, what=what)
         return target
-    with created_parents(target.parent, what=what, destination=target):
+    with created_parents(target.parent, what=what, destination=target) as made:
         remove_leftovers(target.parent, target.name)
         try:
             mode = target.stat().st_mode & 0o7777 if target.is_file() else default_file_mode()
@@ -357,7 +446,9 @@ def atomic_write(
         try:
             write(temporary)
             os.chmod(temporary, mode)
-            os.replace(temporary, target)
+            _sync(temporary, directory=False)
+            _commit_file(temporary, target, what=what)
+            _sync_new_entries(target.parent, made)
         except OutputPathError:
             raise
         except OSError as err:
@@ -384,19 +475,39 @@ def _write_into_special(target: Path, write: Callable[[Path], object], *, what: 
 
 
 def write_text_atomic(
-    path: str | os.PathLike[str], text: str, *, what: str = "output file", create_parents: bool = True
+    path: str | os.PathLike[str],
+    text: str,
+    *,
+    what: str = "output file",
+    create_parents: bool = True,
+    refuse_special_files: bool = False,
 ) -> Path:
-    """Write UTF-8 text atomically (see :func:`atomic_write`)."""
+    """Write UTF-8 text atomically and durably (:func:`atomic_write`, whose arguments and errors these are)."""
     return atomic_write(
-        path, lambda tmp: tmp.write_text(text, encoding="utf-8"), what=what, create_parents=create_parents
+        path,
+        lambda tmp: tmp.write_text(text, encoding="utf-8"),
+        what=what,
+        create_parents=create_parents,
+        refuse_special_files=refuse_special_files,
     )
 
 
 def write_bytes_atomic(
-    path: str | os.PathLike[str], data: bytes, *, what: str = "output file", create_parents: bool = True
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    what: str = "output file",
+    create_parents: bool = True,
+    refuse_special_files: bool = False,
 ) -> Path:
-    """Write bytes atomically (see :func:`atomic_write`)."""
-    return atomic_write(path, lambda tmp: tmp.write_bytes(data), what=what, create_parents=create_parents)
+    """Write bytes atomically and durably (:func:`atomic_write`, whose arguments and errors these are)."""
+    return atomic_write(
+        path,
+        lambda tmp: tmp.write_bytes(data),
+        what=what,
+        create_parents=create_parents,
+        refuse_special_files=refuse_special_files,
+    )
 
 
 def normalize_modes(root: Path) -> None:
@@ -520,7 +631,7 @@ def write_directory(
     replaceable: Collection[str] | None = None,
     record: bool = False,
 ) -> Path:
-    """Write a directory of files as one transaction: staged beside ``path``, then moved into place.
+    """Write a directory of files as one durable transaction: staged beside ``path``, synced, moved into place.
 
     ``write(staging)`` fills a new, empty staging directory created next to ``path`` (on the same
     file system, so the moves below are renames). Then, when ``path`` does not exist, the staging
@@ -540,6 +651,10 @@ def write_directory(
     holds either the old content or the complete new one, never a mix. A symbolic link to a
     directory is kept and the directory it points to is replaced. Staging directories left by a
     killed write to the same ``path`` (``.NAME.voicehub-*`` beside it) are removed first.
+
+    Durability follows :func:`atomic_write`'s rule: every file and directory in the staging
+    directory is ``fsync``-ed, the audit event :data:`COMMIT_AUDIT_EVENT` is raised, the staging
+    directory is moved into place, and the parent directory is ``fsync``-ed.
 
     Missing parents are created (and removed again on failure); the staging directory is always
     removed; files and directories get ordinary modes (:func:`normalize_modes`). A failure leaves
@@ -576,7 +691,7 @@ def write_directory(
                 f"one holding only {', '.join(sorted(replaceable))}",
                 path=target,
             )
-    with created_parents(target.parent, what=what, destination=target):
+    with created_parents(target.parent, what=what, destination=target) as made:
         remove_leftovers(target.parent, target.name)
         try:
             staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.voicehub-staging-", dir=target.parent))
@@ -589,12 +704,16 @@ def write_directory(
                 names = sorted(item.name for item in staging.iterdir())
                 (staging / SAVED_ENTRIES_FILE_NAME).write_text(json.dumps(names) + "\n", encoding="utf-8")
             normalize_modes(staging)
-            if not target.exists():
+            exists = target.exists()
+            if exists and not replace:
+                _carry_over(target, staging, record=record)
+            _sync_tree(staging)
+            sys.audit(COMMIT_AUDIT_EVENT, os.fspath(staging), os.fspath(target))
+            if not exists:
                 os.rename(staging, target)
             else:
-                if not replace:
-                    _carry_over(target, staging, record=record)
                 _swap_in(staging, target)
+            _sync_new_entries(target.parent, made)
         except OutputPathError:
             raise
         except OSError as err:
@@ -606,6 +725,7 @@ def write_directory(
 
 
 __all__ = [
+    "COMMIT_AUDIT_EVENT",
     "CONFIG_FILE_NAME",
     "SAVED_ENTRIES_FILE_NAME",
     "WEIGHTS_FILE_NAME",

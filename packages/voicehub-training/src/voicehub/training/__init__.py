@@ -1,6 +1,6 @@
 """voicehub.training: training specs, family adapters, the Trainer, data manifests and objectives.
 
-The path through it (DESIGN.md, "Training"): :func:`get_training_spec` says how a registered model
+The path through it (``docs/training.md``): :func:`get_training_spec` says how a registered model
 trains (native / preprocessed / custom / none) -> :class:`AutoTrainingAdapter` picks the family
 adapter -> :class:`Trainer` owns the loop, callbacks, checkpoints and the strategy. The Trainer
 reaches a model only through the runtime-host protocol (:class:`voicehub.core.runtime.RuntimeHost`).

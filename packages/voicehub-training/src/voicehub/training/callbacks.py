@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from voicehub.core import strict_json
+from voicehub.core.files import write_text_atomic
 from voicehub.training.errors import TrainingError
 
 if TYPE_CHECKING:
@@ -93,8 +94,10 @@ class JSONLMetricsLog(TrainerCallback):
     """Append one strict-JSON line per step and per evaluation to ``path`` (rank 0 only).
 
     Lines: ``{"event": "step", "step": 3, "epoch": 0, "loss": ..., "learning_rate": ...}`` and
-    ``{"event": "evaluate", "step": ..., "eval_loss": ...}``. Each line is flushed and synced,
-    so a killed run keeps what it logged; a resumed run first drops lines beyond its step.
+    ``{"event": "evaluate", "step": ..., "eval_loss": ...}``. Each line is appended, flushed and
+    synced, so a killed run keeps what it logged (at worst its last line is cut, and skipped when
+    read); a resumed run first drops lines beyond its step, rewriting the file atomically
+    (:func:`voicehub.core.files.write_text_atomic`), so a kill then leaves the old log or the new one.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -112,7 +115,7 @@ class JSONLMetricsLog(TrainerCallback):
                 continue  # a line cut by a kill
             if isinstance(row, dict) and isinstance(row.get("step"), int) and row["step"] <= trainer.state.step:
                 kept.append(line + "\n")
-        self.path.write_text("".join(kept), encoding="utf-8")
+        write_text_atomic(self.path, "".join(kept), what="metrics log")
 
     def _write(self, trainer: Trainer, event: str, metrics: Metrics) -> None:
         if not trainer.is_main:

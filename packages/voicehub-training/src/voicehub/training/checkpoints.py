@@ -6,13 +6,16 @@ Layout of a run's checkpoint directory::
       step-00000010/            a finished checkpoint
         model.pt  optimizer.pt  rng.pt  trainer_state.json
         manifest.json           SHA-256 and size of every other file, written last
-      .staging-step-00000020-<pid>/   a save in progress (or killed): never read
+      .step-00000020.voicehub-staging-<random>/   a save in progress (or killed): never read
 
-A save writes every file into a hidden staging directory, ``fsync``\\ s each file, writes
-``manifest.json`` last, ``fsync``\\ s the directory, renames it to ``step-NNNNNNNN`` and
-``fsync``\\ s the parent. A directory counts as a checkpoint only when its name has that form
-and every file listed in its manifest is present with the recorded hash, so a save killed at
-any point (even ``kill -9``) leaves the previous checkpoint as the latest valid one.
+A save is one :func:`voicehub.core.files.write_directory` transaction, the one every VoiceHub
+directory writer uses: every file is written into a hidden staging directory beside the step
+directory, ``manifest.json`` last; each file and the staging directory are ``fsync``\\ ed; the
+staging directory is renamed to ``step-NNNNNNNN`` (a re-save of the same step swaps the two
+atomically) and the parent is ``fsync``\\ ed. A directory counts as a checkpoint only when its
+name has that form and every file listed in its manifest is present with the recorded hash, so a
+save killed at any point (even ``kill -9``) leaves the previous checkpoint as the latest valid
+one, and the next save removes the killed one's staging directory.
 """
 
 from __future__ import annotations
@@ -28,14 +31,18 @@ from pathlib import Path
 from typing import BinaryIO
 
 from voicehub.core import strict_json
-from voicehub.core.errors import StrictJSONError
+from voicehub.core.errors import OutputPathError, StrictJSONError
+from voicehub.core.files import remove_leftovers, write_directory
 from voicehub.training.errors import TrainingCheckpointError
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_TYPE = "voicehub.training.checkpoint"
 MANIFEST_SCHEMA_VERSION = 1
-STAGING_PREFIX = ".staging-"
+STAGING_PREFIX = ".step-"
+"""Start of the hidden name of a save in progress or killed (``.step-00000020.voicehub-staging-*``)."""
+_LEGACY_STAGING_PREFIX = ".staging-"  # staging directories of older versions (``.staging-step-N-<pid>``)
 _STEP_DIR = re.compile(r"^step-(\d{8})$")
+_STAGING_DIR = re.compile(r"^\.(step-\d{8})\.voicehub-")
 _CHUNK_BYTES = 1 << 20
 
 logger = logging.getLogger(__name__)
@@ -56,14 +63,6 @@ def sha256_file(path: Path) -> str:
         while chunk := file.read(_CHUNK_BYTES):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _fsync_directory(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,24 +114,22 @@ class CheckpointStore:
 
         Raises:
             TrainingCheckpointError: for a reserved or nested file name, or when writing fails
-                (the staging directory is removed; earlier checkpoints are untouched).
+                (``checkpoint PATH: cannot write (REASON)``; the staging directory is removed,
+                earlier checkpoints are untouched). Errors a writer raises propagate, with the
+                same clean-up.
         """
         for name in files:
             if name == MANIFEST_NAME or "/" in name or name.startswith("."):
                 raise TrainingCheckpointError(f"checkpoint file name {name!r} is reserved or not a plain name")
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.remove_staging()
         final = self.directory / step_directory_name(step)
-        staging = self.directory / f"{STAGING_PREFIX}{final.name}-{os.getpid()}"
-        staging.mkdir()
-        try:
+
+        def write(staging: Path) -> None:
             recorded: dict[str, dict[str, object]] = {}
-            for name, write in files.items():
+            for name, writer in files.items():
                 path = staging / name
                 with path.open("wb") as file:
-                    write(file)
-                    file.flush()
-                    os.fsync(file.fileno())
+                    writer(file)
                 recorded[name] = {"sha256": sha256_file(path), "num_bytes": path.stat().st_size}
             manifest = {
                 "type": MANIFEST_TYPE,
@@ -140,18 +137,12 @@ class CheckpointStore:
                 "step": step,
                 "files": recorded,
             }
-            with (staging / MANIFEST_NAME).open("w", encoding="utf-8") as file:
-                file.write(strict_json.dumps(manifest, indent=2))
-                file.flush()
-                os.fsync(file.fileno())
-            _fsync_directory(staging)
-            if final.exists():  # a re-save of the same step (a resumed run stopping where it started)
-                shutil.rmtree(final)
-            os.rename(staging, final)
-            _fsync_directory(self.directory)
-        except OSError as err:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise TrainingCheckpointError(f"cannot write checkpoint {final}: {err}", path=final) from err
+            (staging / MANIFEST_NAME).write_text(strict_json.dumps(manifest, indent=2), encoding="utf-8")
+
+        try:  # a re-save of the same step (a resumed run stopping where it started) replaces it as a whole
+            write_directory(final, write, what="checkpoint", replace=True)
+        except OutputPathError as err:
+            raise TrainingCheckpointError(str(err), path=final) from err
         return self.verify(final)
 
     def verify(self, path: Path) -> Checkpoint:
@@ -224,11 +215,17 @@ class CheckpointStore:
                 shutil.rmtree(path, ignore_errors=True)
 
     def remove_staging(self) -> None:
-        """Delete staging directories left by saves that did not finish."""
-        if self.directory.is_dir():
-            for path in self.directory.iterdir():
-                if path.name.startswith(STAGING_PREFIX):
-                    shutil.rmtree(path, ignore_errors=True)
+        """Delete staging directories left by saves that did not finish (a save still running is left alone)."""
+        if not self.directory.is_dir():
+            return
+        names = set()
+        for path in self.directory.iterdir():
+            if path.name.startswith(_LEGACY_STAGING_PREFIX):
+                shutil.rmtree(path, ignore_errors=True)
+            elif match := _STAGING_DIR.match(path.name):
+                names.add(match.group(1))
+        for name in sorted(names):
+            remove_leftovers(self.directory, name)
 
 
 __all__ = ["MANIFEST_NAME", "STAGING_PREFIX", "Checkpoint", "CheckpointStore", "sha256_file", "step_directory_name"]

@@ -7,9 +7,11 @@ Layout of ``output/``::
     ...
     summary.json          files, audio hours, failures, the steps' models and this run's throughput
 
-Each part is written to a hidden temporary file in the same directory, flushed to disk, then
-renamed into place (``os.replace``), so a part is either complete or absent: a job killed at any
-moment leaves whole parts and, at worst, a stray ``.part-*.tmp`` that the next run deletes. Only
+Each part, and the summary, is written by :func:`voicehub.core.files.atomic_write`: to a hidden
+temporary file in the same directory, synced to disk, renamed into place and the directory synced,
+so a part is either complete or absent: a job killed at any moment leaves whole parts and, at
+worst, a hidden ``.part-NNNNNN.parquet.*.partial`` that is never read as a part and that the next
+run deletes (as it deletes the ``.part-*.tmp`` of older versions). Only
 the driver writes, so a path is written once per run; with ``resume=True`` the paths already in
 the parts are skipped, so a killed and restarted job writes every input that succeeds exactly
 once. An input whose row holds an error is run again by a resumed job (unless it passes
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from voicehub.core.errors import OutputPathError
-from voicehub.core.files import check_output_directory
+from voicehub.core.files import atomic_write, check_output_directory, remove_leftovers, write_text_atomic
 from voicehub.errors import BatchResumeMismatchError
 
 if TYPE_CHECKING:
@@ -48,6 +50,7 @@ STEPS_METADATA_KEY = b"voicehub.batch.steps"
 """The Parquet schema metadata key of each part: the JSON list of the steps that wrote it."""
 
 _PART = re.compile(r"^part-(\d{6,})\.parquet$")
+_LEFTOVER = re.compile(r"^\.((?:part-\d{6,}\.parquet)|(?:summary\.json))\.")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,8 +135,7 @@ class PartWriter:
         self.output.mkdir(parents=True, exist_ok=True)
         self.steps = json.loads(json.dumps(list(steps)))
         self.schema = schema.with_metadata({STEPS_METADATA_KEY: json.dumps(self.steps, sort_keys=True).encode()})
-        for stray in self.output.glob(".part-*.tmp"):  # left by a killed run: never renamed, so never counted
-            stray.unlink()
+        _remove_leftovers(self.output)
         parts = self.parts()
         if parts and not resume:
             raise OutputPathError(
@@ -184,24 +186,23 @@ class PartWriter:
         return sum(self._latest.get(path, (0.0, False))[0] for path in paths)
 
     def write(self, table: pa.Table) -> Path:
-        """Write ``table`` as the next part, atomically (temporary file, fsync, rename).
+        """Write ``table`` as the next part, atomically and durably (:func:`voicehub.core.files.atomic_write`).
 
         Raises:
-            OutputPathError: if the part cannot be written (nothing is left behind).
+            OutputPathError: if the part cannot be written, or its name is taken by a special file
+                (nothing is left behind).
         """
         import pyarrow.parquet as pq
 
         target = self.output / f"part-{self._next:06d}.parquet"
-        staging = self.output / f".part-{self._next:06d}.tmp"
-        try:
-            with open(staging, "wb") as file:
-                pq.write_table(table.cast(self.schema), file)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(staging, target)
-        except OSError as err:
-            staging.unlink(missing_ok=True)
-            raise OutputPathError(f"cannot write {target}: {err}", path=target) from err
+        cast = table.cast(self.schema)
+        atomic_write(
+            target,
+            lambda temporary: pq.write_table(cast, os.fspath(temporary)),
+            what="batch output part",
+            create_parents=False,
+            refuse_special_files=True,
+        )
         self._next += 1
         self._remember(table)
         return target
@@ -212,12 +213,27 @@ class PartWriter:
         return len(self._latest), sum(failed for _, failed in latest), sum(s for s, _ in latest) / 3600.0
 
     def write_summary(self, summary: BatchSummary) -> Path:
-        """Write ``summary.json`` atomically."""
-        target = self.output / SUMMARY_FILE_NAME
-        staging = self.output / f".{SUMMARY_FILE_NAME}.tmp"
-        staging.write_text(json.dumps(summary.to_dict(), indent=2) + "\n", encoding="utf-8")
-        os.replace(staging, target)
-        return target
+        """Write ``summary.json`` atomically and durably (:func:`voicehub.core.files.write_text_atomic`).
+
+        Raises:
+            OutputPathError: if it cannot be written, or ``summary.json`` is a special file.
+        """
+        return write_text_atomic(
+            self.output / SUMMARY_FILE_NAME,
+            json.dumps(summary.to_dict(), indent=2) + "\n",
+            what="batch summary",
+            create_parents=False,
+            refuse_special_files=True,
+        )
+
+
+def _remove_leftovers(directory: Path) -> None:
+    """Remove what killed runs left: temporary parts and summaries whose writer is gone (and older ``.tmp`` ones)."""
+    for stray in [*directory.glob(".part-*.tmp"), *directory.glob(f".{SUMMARY_FILE_NAME}.tmp")]:
+        stray.unlink(missing_ok=True)  # older versions' names: never renamed, so never counted
+    names = {match.group(1) for item in directory.iterdir() if (match := _LEFTOVER.match(item.name))}
+    for name in sorted(names):
+        remove_leftovers(directory, name)
 
 
 def _differences(saved: object, now: object, prefix: str) -> list[tuple[str, object, object]]:

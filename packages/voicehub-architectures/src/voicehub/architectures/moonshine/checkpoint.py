@@ -25,7 +25,8 @@ How the files store the weights (read from the graphs, checked here for every te
 
 Conversion is strict: every native tensor comes from exactly one file tensor of the right shape,
 every file tensor is used or is a recognised constant; all problems are reported together as
-:class:`CheckpointMismatchError` before a model is built.
+:class:`~voicehub.core.errors.CheckpointMismatchError` before a model is built
+(:func:`voicehub.core.checkpoint.check_state_dict`).
 """
 
 from __future__ import annotations
@@ -41,11 +42,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from voicehub.architectures.errors import CheckpointMismatchError
 from voicehub.architectures.moonshine._ort_format import OrtModel, OrtNode, read_ort_model
 from voicehub.architectures.moonshine.config import MoonshineConfig
 from voicehub.architectures.moonshine.model import MoonshineModel, rotary_inverse_frequencies
-from voicehub.core.checkpoint import check_tensor_values
+from voicehub.core.checkpoint import check_state_dict, check_tensor_values
 from voicehub.core.errors import CheckpointError
 
 ENCODER_FILE = "encoder_model.ort"
@@ -289,48 +289,34 @@ def convert_state_dict(
     covered = {native for _, rules in plans for native in rules}
     if covered != set(shapes):  # the plan must cover the graph exactly; a bug here is ours, not the file's
         raise CheckpointError(f"internal: Moonshine tensor plan does not cover {sorted(covered ^ set(shapes))}")
+    tensors: dict[str, Tensor] = {}
+    wanted: dict[str, tuple[int, ...]] = {}
     missing: list[str] = []
     unexpected: list[str] = []
     mismatched: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = []
-    out: dict[str, Tensor] = {}
     for source, rules in plans:
         label = source.path.name
-        wanted = set(rules.values())
-        unexpected += [f"{label}:{name}" for name in source.tensors if name not in wanted]
+        tensors.update({f"{label}:{name}": tensor for name, tensor in source.tensors.items()})
+        wanted.update({f"{label}:{name}": shapes[native] for native, name in rules.items()})
         unexpected += [f"{label}:{name}" for name in source.unexpected]
-        for native, name in rules.items():
-            tensor = source.tensors.get(name)
-            if tensor is None:
-                missing.append(f"{label}:{name}")
-            elif tuple(tensor.shape) != shapes[native]:
-                mismatched.append((f"{label}:{name}", shapes[native], tuple(tensor.shape)))
-            else:
-                out[native] = tensor
         want = rotary_inverse_frequencies(config)
         got = source.rotary_inverse_frequencies
         if got is None:
             missing.append(f"{label}:rotary inverse frequencies")
         elif got.shape != want.shape or not torch.allclose(got, want, rtol=1e-6, atol=0.0):
             mismatched.append((f"{label}:rotary inverse frequencies", tuple(want.shape), tuple(got.shape)))
-    if missing or unexpected or mismatched:
-        parts = []
-        if missing:
-            parts.append(f"missing {sorted(missing)}")
-        if unexpected:
-            parts.append(f"unexpected {sorted(unexpected)}")
-        if mismatched:
-            text = (f"{name} (expected {list(want)}, got {list(got)})" for name, want, got in sorted(mismatched))
-            parts.append("mis-shaped or mismatched " + ", ".join(text))
-        raise CheckpointMismatchError(
-            f"{encoder.path.parent}: not a Moonshine checkpoint for this config (hidden {config.hidden_size}, "
-            f"{config.encoder_num_layers}+{config.decoder_num_layers} layers, rotary_dim {config.rotary_dim}): "
-            + "; ".join(parts),
-            path=str(encoder.path.parent),
-            missing=missing,
-            unexpected=unexpected,
-            mismatched=mismatched,
-        )
-    return out
+    check_state_dict(
+        tensors,
+        wanted,
+        what=f"Moonshine checkpoint for this config (hidden {config.hidden_size}, "
+        f"{config.encoder_num_layers}+{config.decoder_num_layers} layers, rotary_dim {config.rotary_dim})",
+        source=encoder.path.parent,
+        extra_missing=missing,
+        extra_unexpected=unexpected,
+        extra_mismatched=mismatched,
+        mismatched_label="mis-shaped or mismatched",
+    )
+    return {native: source.tensors[name] for source, rules in plans for native, name in rules.items()}
 
 
 def load_moonshine(

@@ -11,7 +11,8 @@ Two upstream formats (silero-vad 5.1.2 and 6.2.3 wheels, ``silero_vad/data/``, M
 
 Conversion is strict: every native tensor must come from exactly one checkpoint tensor of the
 same shape, and every checkpoint tensor must be used. All problems are collected and raised
-together as :class:`CheckpointMismatchError` before the model is touched.
+together as :class:`~voicehub.core.errors.CheckpointMismatchError` before the model is touched
+(:func:`voicehub.core.checkpoint.check_state_dict`).
 """
 
 from __future__ import annotations
@@ -27,10 +28,9 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from voicehub.architectures.errors import CheckpointMismatchError
 from voicehub.architectures.silero.config import SileroConfig, branch_name
 from voicehub.architectures.silero.model import SileroVAD
-from voicehub.core.checkpoint import check_tensor_values, read_safetensors
+from voicehub.core.checkpoint import check_state_dict, check_tensor_values, read_safetensors
 from voicehub.core.errors import CheckpointError
 
 
@@ -134,36 +134,14 @@ def convert_state_dict(
     shapes = expected_shapes(config)
     if set(rules) != set(shapes):  # the plan must cover the graph exactly; a bug here is ours, not the file's
         raise CheckpointError(f"internal: Silero VAD tensor plan does not cover {sorted(set(shapes) ^ set(rules))}")
-    missing = [source for source in rules.values() if source not in tensors]
-    unexpected = [name for name in tensors if name not in set(rules.values())]
-    mismatched = []
-    out: dict[str, Tensor] = {}
-    for native, source in rules.items():
-        if source not in tensors:
-            continue
-        tensor = tensors[source]
-        if tuple(tensor.shape) != shapes[native]:
-            mismatched.append((source, shapes[native], tuple(tensor.shape)))
-            continue
-        out[native] = tensor.detach().to(torch.float32).clone()
-    if missing or unexpected or mismatched:
-        where = f"{path}: " if path is not None else ""
-        parts = []
-        if missing:
-            parts.append(f"missing {sorted(missing)}")
-        if unexpected:
-            parts.append(f"unexpected {sorted(unexpected)}")
-        if mismatched:
-            shapes_text = (f"{name} (expected {list(want)}, got {list(got)})" for name, want, got in sorted(mismatched))
-            parts.append("mis-shaped " + ", ".join(shapes_text))
-        raise CheckpointMismatchError(
-            f"{where}not a Silero VAD {CheckpointFormat(source_format).value} checkpoint for sample rates "
-            f"{list(config.sample_rates)}: {'; '.join(parts)}",
-            path=str(path) if path is not None else None,
-            missing=missing,
-            unexpected=unexpected,
-            mismatched=mismatched,
-        )
+    check_state_dict(
+        tensors,
+        {source: shapes[native] for native, source in rules.items()},
+        what=f"Silero VAD {CheckpointFormat(source_format).value} checkpoint for sample rates "
+        f"{list(config.sample_rates)}",
+        source=path,
+    )
+    out = {native: tensors[source].detach().to(torch.float32).clone() for native, source in rules.items()}
     check_tensor_values(
         {source: tensors[source] for source in rules.values() if source in tensors},
         source=path if path is not None else "Silero VAD checkpoint",

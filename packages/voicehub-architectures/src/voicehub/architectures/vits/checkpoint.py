@@ -28,7 +28,8 @@ Two upstream formats:
 
 Conversion is strict: every native tensor must come from exactly one checkpoint tensor of the
 same shape, and every checkpoint tensor must be used or recognised; all problems are collected and
-raised together as :class:`CheckpointMismatchError` before any model is built.
+raised together as :class:`CheckpointMismatchError` before any model is built
+(:func:`voicehub.core.checkpoint.check_state_dict`).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from torch import Tensor
 from voicehub.architectures.errors import CheckpointMismatchError
 from voicehub.architectures.vits.config import PiperVoiceConfig, VITSConfig
 from voicehub.architectures.vits.model import VITSGenerator
+from voicehub.core.checkpoint import check_state_dict
 from voicehub.core.errors import CheckpointError, ConfigError
 
 _WEIGHT_INPUTS = {"Conv": {1: "weight", 2: "bias"}, "ConvTranspose": {1: "weight", 2: "bias"}, "Gather": {0: "weight"}}
@@ -85,31 +87,9 @@ def _strict_state(
     extra_unexpected: list[str] | None = None,
 ) -> dict[str, Tensor]:
     shapes = expected_shapes(config)
-    missing = sorted(name for name in shapes if name not in tensors)
-    unexpected = sorted([name for name in tensors if name not in shapes] + (extra_unexpected or []))
-    mismatched = sorted(
-        (name, shapes[name], tuple(tensor.shape))
-        for name, tensor in tensors.items()
-        if name in shapes and tuple(tensor.shape) != shapes[name]
+    check_state_dict(
+        tensors, shapes, what=f"{what} for this VITS graph", source=path, extra_unexpected=extra_unexpected or ()
     )
-    if missing or unexpected or mismatched:
-        parts = []
-        if missing:
-            parts.append(f"missing {missing}")
-        if unexpected:
-            parts.append(f"unexpected {unexpected}")
-        if mismatched:
-            parts.append(
-                "mis-shaped " + ", ".join(f"{n} (expected {list(w)}, got {list(g)})" for n, w, g in mismatched)
-            )
-        where = f"{path}: " if path is not None else ""
-        raise CheckpointMismatchError(
-            f"{where}not a {what} for this VITS graph: {'; '.join(parts)}",
-            path=str(path) if path is not None else None,
-            missing=missing,
-            unexpected=unexpected,
-            mismatched=mismatched,
-        )
     return {name: tensors[name].detach().to(torch.float32).clone() for name in shapes}
 
 

@@ -43,7 +43,7 @@ from voicehub.architectures.whisper.ct2 import CT2Model, read_ct2_model
 from voicehub.architectures.whisper.files import CheckpointFormat, WhisperFiles, find_whisper_files
 from voicehub.architectures.whisper.model import Whisper
 from voicehub.architectures.whisper.tokenizer import WhisperTokenizer, read_json_object
-from voicehub.core.checkpoint import check_tensor_values, read_safetensors
+from voicehub.core.checkpoint import check_state_dict, check_tensor_values, read_safetensors
 from voicehub.core.errors import CheckpointError, ConfigError
 from voicehub.core.files import atomic_write
 
@@ -130,55 +130,36 @@ def apply_rules(
         A state dict for ``Whisper(config).load_state_dict(strict=True)``.
 
     Raises:
-        CheckpointMismatchError: listing every missing, unexpected and mis-shaped tensor.
+        CheckpointMismatchError: listing every missing, unexpected, mis-shaped and non-floating
+            tensor (:func:`voicehub.core.checkpoint.check_state_dict`).
     """
     shapes = expected_shapes(config)
     if set(rules) != set(shapes):  # the plan must cover the graph exactly; a bug here is ours, not the file's
         raise CheckpointError(
             f"internal: Whisper {label} tensor plan does not cover {sorted(set(shapes) ^ set(rules))}"
         )
-    used = {source for sources in rules.values() for source in sources if source is not None}
-    missing = sorted(used - set(tensors))
-    unexpected = sorted(set(tensors) - used - set(consumed))
-    mismatched: list[tuple[str, tuple[int, ...], tuple[int, ...]]] = []
+    parts = {
+        source: (shapes[native][0] // len(sources), *shapes[native][1:])
+        for native, sources in rules.items()
+        for source in sources
+        if source is not None
+    }
+    check_state_dict(
+        tensors,
+        parts,
+        what=f"Whisper {label} checkpoint for {_describe(config)}",
+        source=path or None,
+        floating=parts,
+        consumed=consumed,
+    )
     out: dict[str, Tensor] = {}
     for native, sources in rules.items():
         shape = shapes[native]
         part_shape = (shape[0] // len(sources), *shape[1:])
-        blocks = []
-        for source in sources:
-            if source is None:
-                blocks.append(torch.zeros(part_shape, dtype=dtype))
-                continue
-            if source not in tensors:
-                continue
-            tensor = tensors[source]
-            if tuple(tensor.shape) != part_shape:
-                mismatched.append((source, part_shape, tuple(tensor.shape)))
-                continue
-            if not tensor.is_floating_point():
-                mismatched.append((source, part_shape, tuple(tensor.shape)))
-                continue
-            blocks.append(tensor.to(dtype))
-        if len(blocks) == len(sources):
-            out[native] = blocks[0].contiguous() if len(blocks) == 1 else torch.cat(blocks)
-    if missing or unexpected or mismatched:
-        where = f"{path}: " if path else ""
-        parts = []
-        if missing:
-            parts.append(f"missing {missing}")
-        if unexpected:
-            parts.append(f"unexpected {unexpected}")
-        if mismatched:
-            text = (f"{name} (expected {list(want)}, got {list(got)})" for name, want, got in sorted(mismatched))
-            parts.append("mis-shaped or not floating point " + ", ".join(text))
-        raise CheckpointMismatchError(
-            f"{where}not a Whisper {label} checkpoint for {_describe(config)}: {'; '.join(parts)}",
-            path=path,
-            missing=missing,
-            unexpected=unexpected,
-            mismatched=mismatched,
-        )
+        blocks = [
+            torch.zeros(part_shape, dtype=dtype) if source is None else tensors[source].to(dtype) for source in sources
+        ]
+        out[native] = blocks[0].contiguous() if len(blocks) == 1 else torch.cat(blocks)
     return out
 
 

@@ -12,7 +12,7 @@ Two on-disk forms, both holding the same two things (Hyperion's ``HyperTorchMode
   (every tensor detached, contiguous and cloned, so tied storages are written separately;
   metadata ``class_name``, ``class_path``, ``package_version``). No pickle at all.
 
-Normalization on read (upstream defects fixed, see ``hyperion-upstream.md`` section 7):
+Normalization on read (upstream defects fixed; ``docs/hyperion.md``, "Upstream defects fixed"):
 ``module.`` prefixes from DDP / DataParallel / ``AveragedModel`` are stripped **per key**
 (upstream looked at the first key only) and a collision after stripping is an error; the SWA
 counter ``n_averaged`` is dropped only when it sits beside ``module.``-prefixed keys, i.e.

@@ -6,7 +6,8 @@ Apache-2.0; see ``docs/speaker.md``): a model is rebuilt from ``get_config()`` (
 ``model_state_dict`` (``.pth``) or ``config.json`` + ``model.safetensors`` (any other path);
 ``auto_load`` reads ``class_name`` and builds the registered class.
 
-What VoiceHub does differently, fixing upstream defects (``hyperion-upstream.md`` sections 7-8):
+What VoiceHub does differently, fixing upstream defects (listed here; ``docs/hyperion.md``, "Upstream
+defects fixed", lists those of the NumPy back-ends):
 
 * the configuration is a closed, typed, versioned :class:`voicehub.core.Config`
   (:attr:`HyperTorchModel.config_class`); unknown keys are refused with the list of known ones
