@@ -601,6 +601,10 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
     ) -> OptimizationResult:
         """Load the runtime for ``mode`` and apply ``plan`` to its module, transactionally, under the lock.
 
+        ``plan="auto"`` applies exactly the passes this model's architecture records as verified
+        (``ArchitectureSpec.optimization_passes``) that fit the device and dtype it is loaded in;
+        see :func:`voicehub.optimization.select_verified_passes`.
+
         See :meth:`voicehub.optimization.OptimizationHost.apply` for the rules; the architecture's
         verified facts come from :meth:`architecture_spec`. Two threads cannot both find no active
         plan and apply one, and ``unload()`` cannot drop the runtime in between. The change waits
