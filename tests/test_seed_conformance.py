@@ -8,6 +8,7 @@ seed expects, not that the code runs.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -99,3 +100,204 @@ def test_seed_001_auto_selection_is_a_partition_of_every_architectures_verified_
             skipped = [kind for kind, _ in selection.skipped]
             assert sorted((*selection.passes, *skipped)) == sorted(spec.optimization_passes), (device, dtype)
             assert all(reason for _, reason in selection.skipped)
+
+
+# ------------------------------------------------------------------------------------------ seed 004: Hyperion
+SEED_004_MODELS = '''
+"""The seed's HyperTorchModel examples, as a user's own package would hold them (seed 004, literally)."""
+import torch
+from torch import nn
+
+from voicehub.hyperion.torch import HyperTorchModel, read_checkpoint
+
+
+class Encoder(nn.Module):
+    """A nested reusable architecture: it contributes its own configuration."""
+
+    def __init__(self, in_dim=8, hidden_dim=16):
+        super().__init__()
+        self.in_dim, self.hidden_dim = in_dim, hidden_dim
+        self.layer = nn.Linear(in_dim, hidden_dim)
+
+    def get_config(self):
+        return {"in_dim": self.in_dim, "hidden_dim": self.hidden_dim}
+
+    def forward(self, x):
+        return torch.tanh(self.layer(x))
+
+
+class SeedEmbedder(HyperTorchModel):
+    def __init__(self, encoder_cfg, embedding_dim=4, dropout_rate=0.0):
+        super().__init__()
+        self.encoder = Encoder(**encoder_cfg)
+        self.embedding_dim = embedding_dim
+        self.dropout_rate = dropout_rate
+        self.dropout = nn.Dropout(dropout_rate)
+        self.affine = nn.Linear(self.encoder.hidden_dim, embedding_dim)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "encoder_cfg": self.encoder.get_config(),
+            "embedding_dim": self.embedding_dim,
+            "dropout_rate": self.dropout_rate,
+        }
+
+    def forward(self, x):
+        return self.affine(self.dropout(self.encoder(x)))
+
+
+class AE(HyperTorchModel):
+    """Seed 004's AE.load pattern: the constructor takes live modules, so load() rebuilds them first."""
+
+    def __init__(self, encoder_net, decoder_net):
+        super().__init__()
+        self.encoder_net = encoder_net
+        self.decoder_net = decoder_net
+        self.loaded_by = "constructor"
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "encoder_cfg": self.encoder_net.get_config(),
+            "decoder_cfg": self.decoder_net.get_config(),
+        }
+
+    @classmethod
+    def load(cls, path, *, map_location="cpu", safe_globals=()):
+        raw = read_checkpoint(path, map_location=map_location, safe_globals=safe_globals)
+        model = cls(Encoder(**raw.model_cfg["encoder_cfg"]), Encoder(**raw.model_cfg["decoder_cfg"]))
+        model.load_state_dict(raw.state_dict)
+        model.loaded_by = "AE.load"
+        return model.eval()
+
+    def forward(self, x):
+        return self.decoder_net(self.encoder_net(x))
+'''
+
+FRESH_PROCESS_004 = """
+import sys, json, numpy as np, torch
+from pathlib import Path
+from voicehub.hyperion.torch import HyperTorchModel
+d = Path(sys.argv[1])
+assert "seed_models" not in sys.modules and "voicehub.architectures.xvector.model" not in sys.modules
+x = torch.from_numpy(np.load(d / "x.npy"))
+wave = torch.from_numpy(np.load(d / "wave.npy"))
+report = {}
+for name in ("embedder.pth", "embedder_dir", "ae.pth", "xvector.pth"):
+    model = HyperTorchModel.auto_load(d / name)
+    with torch.no_grad():
+        out = model(wave if name == "xvector.pth" else x)
+    report[name] = {
+        "class": type(model).__name__,
+        "max_abs_diff": float((out - torch.from_numpy(np.load(d / (name + ".npy")))).abs().max()),
+        "config": model.get_config(),
+        "train_mode": model.train_mode,
+        "trainable": sorted({k.split(".")[0] for k, p in model.named_parameters() if p.requires_grad}),
+        "loaded_by": getattr(model, "loaded_by", None),
+    }
+print(json.dumps(report))
+"""
+
+
+def _seed_004_package(root: Path) -> tuple[Path, Path]:
+    """The seed's models as an installed plug-in: source on the path, classes announced by entry points."""
+    source = root / "src"
+    source.mkdir()
+    (source / "seed_models.py").write_text(SEED_004_MODELS)
+    site = root / "site"
+    info = site / "seed_models-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: seed-models\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[voicehub.hyperion_torch_models]\nSeedEmbedder = seed_models:SeedEmbedder\nAE = seed_models:AE\n"
+    )
+    return source, site
+
+
+def test_seed_004_examples_save_and_auto_load_in_a_fresh_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seed 004: "save/load and auto_load in a fresh process"; train_mode restored; AE.load honoured;
+    a Hyperion file without a class path finds the maintained models."""
+    import subprocess
+    import sys
+
+    from voicehub.architectures.xvector.config import XVectorConfig
+    from voicehub.architectures.xvector.model import XVector
+    from voicehub.hyperion.torch import HyperTorchModel
+
+    source, site = _seed_004_package(tmp_path)
+    monkeypatch.syspath_prepend(str(source))
+    import seed_models  # type: ignore[import-not-found]
+
+    torch.manual_seed(0)
+    embedder = seed_models.SeedEmbedder({"in_dim": 8, "hidden_dim": 16}, embedding_dim=4, dropout_rate=0.25).eval()
+    ae = seed_models.AE(seed_models.Encoder(8, 3), seed_models.Encoder(3, 8)).eval()
+    xvector = XVector(
+        XVectorConfig(
+            channels=32,
+            dilations=(2,),
+            res2net_scale=4,
+            se_bottleneck=8,
+            aggregation_channels=64,
+            attention_channels=16,
+            embedding_dim=24,
+        )
+    ).eval()
+    xvector.set_train_mode("ft-embed-affine")
+    x = torch.randn(5, 8)
+    wave = torch.randn(2, 8000)
+    np.save(tmp_path / "x.npy", x.numpy())
+    np.save(tmp_path / "wave.npy", wave.numpy())
+    saved = {"embedder.pth": embedder, "embedder_dir": embedder, "ae.pth": ae, "xvector.pth": xvector}
+    for name, model in saved.items():
+        model.save(tmp_path / name)
+        with torch.no_grad():
+            np.save(tmp_path / (name + ".npy"), model(wave if name == "xvector.pth" else x).numpy())
+    # A Hyperion-style file: model_cfg + model_state_dict, no import path recorded.
+    payload = torch.load(tmp_path / "xvector.pth", weights_only=True)
+    del payload["class_path"]
+    torch.save(payload, tmp_path / "xvector.pth")
+
+    # In this process too: the seed's constructor-style class loads by its own load and by auto_load.
+    reloaded = seed_models.SeedEmbedder.load(tmp_path / "embedder.pth")
+    assert reloaded.dropout_rate == 0.25 and reloaded.embedding_dim == 4
+    assert torch.equal(reloaded(x), embedder(x))
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), str(site), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS_004, str(tmp_path)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    for name in ("embedder.pth", "embedder_dir"):
+        assert report[name]["class"] == "SeedEmbedder" and report[name]["max_abs_diff"] == 0.0
+        assert report[name]["config"] == embedder.get_config()
+        assert report[name]["config"]["dropout_rate"] == 0.25
+    assert report["ae.pth"]["class"] == "AE" and report["ae.pth"]["loaded_by"] == "AE.load"
+    assert report["ae.pth"]["max_abs_diff"] == 0.0
+    assert report["xvector.pth"]["class"] == "XVector" and report["xvector.pth"]["max_abs_diff"] == 0.0
+    assert report["xvector.pth"]["train_mode"] == "ft-embed-affine"
+    assert report["xvector.pth"]["trainable"] == sorted(
+        {k.split(".")[0] for k, p in xvector.named_parameters() if p.requires_grad}
+    )
+    assert report["xvector.pth"]["trainable"] != sorted({k.split(".")[0] for k, _ in xvector.named_parameters()})
+    assert isinstance(HyperTorchModel.auto_load(tmp_path / "ae.pth"), seed_models.AE)
+
+
+def test_seed_004_constructor_style_config_with_a_key_the_constructor_lacks_names_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from voicehub.hyperion.errors import HyperionFileError
+
+    source, _ = _seed_004_package(tmp_path)
+    monkeypatch.syspath_prepend(str(source))
+    import seed_models
+
+    path = seed_models.SeedEmbedder({"in_dim": 2, "hidden_dim": 2}).save(tmp_path / "e.pth")
+    payload = torch.load(path, weights_only=True)
+    payload["model_cfg"]["embeding_dim"] = 3  # a misspelt key is refused, not silently dropped
+    torch.save(payload, path)
+    with pytest.raises(HyperionFileError, match=r"'embeding_dim'.*'dropout_rate', 'embedding_dim', 'encoder_cfg'"):
+        seed_models.SeedEmbedder.load(path)
