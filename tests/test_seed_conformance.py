@@ -386,3 +386,27 @@ def test_seed_001_voicehub_models_registry_is_a_facade_over_the_one_implementati
     done = subprocess.run([sys.executable, "-c", FACADE_SCRIPT], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "vad_silero", "False"]  # one catalog, built-ins included, no torch
+
+
+# ------------------------------------------------------------------------------------------ seed 001: loading
+def test_seed_001_loading_example_creates_qwen3_lazily_and_first_use_says_how_to_get_weights() -> None:
+    """Seed 001, "Loading a model": the wrapper is created with model=None; the first inference builds the runtime."""
+    import numpy as np
+
+    from voicehub.core.runtime import RuntimeState
+    from voicehub.registry import CheckpointNotFoundError
+
+    model = AutoModel.from_pretrained(
+        "Qwen/Qwen3-ASR-0.6B",
+        model_type="asr_qwen3",
+        lazy_load=True,
+    )
+    assert type(model).__name__ == "Qwen3ASRModel" and model.task.value == "automatic-speech-recognition"
+    assert model.state is RuntimeState.CREATED and model.runtime is None
+    assert model.source is not None and model.source.to_string() == "hf:Qwen/Qwen3-ASR-0.6B"
+    with pytest.raises(CheckpointNotFoundError) as info:  # HF_HUB_OFFLINE=1: no model hub at run time
+        model.transcribe(np.zeros(16000, dtype=np.float32), sample_rate=16000)
+    message = str(info.value)
+    assert "asr_qwen3" in message and "Qwen/Qwen3-ASR-0.6B" in message
+    assert "download it once online" in message and "source=" in message
+    assert model.state is RuntimeState.CREATED
