@@ -56,7 +56,10 @@ ASR_AUDIO = DATA / "librivox" / "sense_and_sensibility_01_austen_64kb-0920.wav" 
 TTS_TEXT = "The quick brown fox jumps over the lazy dog."  # 9 words, ~2.5 s
 ALLOWED_OUTCOMES = {"configured", "not-applicable", "quantized", "eager-fallback"}
 
-MODEL_TYPES = tuple(spec.model_type for spec in voicehub.list_model_specs())
+GRAPH_PENDING = "graph-pending"
+"""Capability of a registered model whose runtime cannot be built yet (asr_qwen3): checked apart, below."""
+PENDING_MODEL_TYPES = tuple(s.model_type for s in voicehub.list_model_specs() if GRAPH_PENDING in s.capabilities)
+MODEL_TYPES = tuple(s.model_type for s in voicehub.list_model_specs() if GRAPH_PENDING not in s.capabilities)
 PASS_NAMES = OPTIMIZATION_PASSES.list()
 
 
@@ -223,6 +226,18 @@ def test_the_catalog_and_the_registry_are_not_empty() -> None:
     assert {"vad_silero", "vad_webrtc", "sv_ge2e", "sv_xvector"} <= set(MODEL_TYPES)
     builtin = {"eval-mode", "inference-mode", "dtype", "int8-dynamic", "compile", "sdpa-attention", "threads", "lora"}
     assert builtin <= set(PASS_NAMES)
+
+
+@pytest.mark.parametrize("pass_name", PASS_NAMES)
+@pytest.mark.parametrize("model_type", PENDING_MODEL_TYPES)
+def test_a_model_whose_graph_is_pending_refuses_every_pass_before_anything_changes(
+    model_type: str, pass_name: str
+) -> None:
+    model = voicehub.AutoModel.from_pretrained(model_type=model_type, device="cpu")
+    mode = "training" if pass_name == "lora" else "inference"
+    with pytest.raises((CheckpointError, LifecycleError)) as info:
+        model.apply_optimization_plan(pass_name, mode=mode)
+    assert model_type in str(info.value) and model.runtime is None and model.active_optimization(mode) is None
 
 
 @pytest.mark.parametrize("pass_name", PASS_NAMES)

@@ -376,6 +376,31 @@ def test_frozen_mode_stops_gradients_and_keeps_eval_mode() -> None:
     assert model.training and all(p.requires_grad for p in model.parameters())
 
 
+@pytest.mark.parametrize("name", ["frozen.pth", "frozen_dir"])
+def test_train_mode_is_saved_and_restored_by_load_and_auto_load(tmp_path: Path, name: str) -> None:
+    model = _trained()
+    model.set_train_mode("frozen")
+    path = model.save(tmp_path / name)
+    for loaded in (TinyHyperModel.load(path), HyperTorchModel.auto_load(path)):
+        assert loaded.train_mode == "frozen"
+        assert all(not p.requires_grad for p in loaded.parameters())
+        loaded.train()
+        assert not loaded.training  # frozen keeps eval mode, as before saving
+    assert TinyHyperModel.load(_trained().save(tmp_path / ("full_" + name))).train_mode == "full"
+
+
+def test_a_hyperion_file_without_train_mode_loads_in_full_and_an_unknown_one_is_named(tmp_path: Path) -> None:
+    path = _trained().save(tmp_path / "m.pth")
+    payload = torch.load(path, weights_only=True)
+    del payload["train_mode"]
+    torch.save(payload, path)
+    assert TinyHyperModel.load(path).train_mode == "full"
+    payload["train_mode"] = "partial"
+    torch.save(payload, path)
+    with pytest.raises(HyperionFileError, match=r"m\.pth: saved train_mode: .*'partial'.*\['full', 'frozen'\]"):
+        TinyHyperModel.load(path)
+
+
 def test_unknown_train_mode_is_refused_when_set() -> None:
     with pytest.raises(ConfigError, match=r"unknown train_mode 'partial'.*\['full', 'frozen'\]"):
         TinyHyperModel().set_train_mode("partial")

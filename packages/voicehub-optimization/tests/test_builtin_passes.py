@@ -266,6 +266,30 @@ def test_compile_falls_back_to_eager_on_a_graph_break_and_unknown_backend_fails_
         apply_optimization_plan(model, "compile", context=OptimizationContext(device="mps"))
 
 
+def test_compile_named_backend_that_cannot_run_fails_in_validate_and_only_the_default_falls_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = RecurrentTagger().eval()
+    saved = snapshot(model)
+    with pytest.raises(OptimizationCompatibilityError, match="backend 'no-such-backend' is not available") as info:
+        apply_optimization_plan(model, ("eval-mode", TorchCompilePass(backend="no-such-backend")))
+    assert "named explicitly" in str(info.value) and "'inductor'" in str(info.value)
+    assert "forward" not in vars(model) and identical(model, saved)  # failed before the first change
+    # The same "cannot run" for the default backend is an eager fallback; for an explicitly named one, an error.
+    monkeypatch.setattr(TorchCompilePass, "_backend_problem", lambda self, context: "no C++ compiler (simulated)")
+    default = apply_optimization_plan(model, TorchCompilePass())
+    assert default.manifest()["passes"][0]["metadata"] == {
+        "outcome": "eager-fallback",
+        "reason": "no C++ compiler (simulated)",
+        "compiled_methods": [],
+    }
+    assert default.manifest()["passes"][0]["configuration"]["backend"] == "inductor"
+    default.restore()
+    with pytest.raises(OptimizationCompatibilityError, match=r"no C\+\+ compiler \(simulated\)"):
+        apply_optimization_plan(model, TorchCompilePass(backend="inductor"))
+    assert "forward" not in vars(model) and identical(model, saved)
+
+
 # ------------------------------------------------------------------------------------------ pass interplay
 def test_a_pass_made_impossible_by_an_earlier_pass_rolls_the_plan_back() -> None:
     model = RecurrentTagger().eval()

@@ -484,9 +484,32 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
                 f"{type(self).__name__}._load_runtime returned {type(runtime).__name__}; it must return a "
                 f"RuntimeBundle (wrap the graph: RuntimeBundle(module=model))"
             )
+        if architecture is not None:
+            self._check_architecture_parts(architecture, runtime.module)
         runtime = self._move_runtime(runtime, device=device, dtype=dtype)
         self._device = device
         return runtime
+
+    def _check_architecture_parts(self, architecture: ArchitectureSpec, module: object) -> None:
+        """Resolve every part the architecture references, and check the graph is its ``builder``'s.
+
+        Run on every runtime build, so a reference in a family's ``registration.py`` that stops
+        resolving (a renamed class, a moved function) fails the first load, naming it.
+
+        Raises:
+            SpecError: naming a reference that does not resolve.
+            LifecycleError: when the built graph is not an instance of the architecture's builder.
+        """
+        for part, reference in architecture.references().items():
+            if reference is not None:
+                architecture.resolve(part)
+        builder = architecture.resolve("builder") if architecture.builder is not None else None
+        if isinstance(builder, type) and not isinstance(module, builder):
+            raise LifecycleError(
+                f"{type(self).__name__} built a {type(module).__name__}, but its architecture "
+                f"{architecture.architecture_id!r} names the builder {architecture.builder}; the wrapper and the "
+                f"architecture's registration.py disagree: fix one of them"
+            )
 
     def _resolve_checkpoint(self) -> Path | None:
         """Resolve the source; a missing registered default names its install command and the alternative."""
@@ -600,6 +623,10 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         registry: OptimizationPassRegistry | None = None,
     ) -> OptimizationResult:
         """Load the runtime for ``mode`` and apply ``plan`` to its module, transactionally, under the lock.
+
+        ``plan="auto"`` applies exactly the passes this model's architecture records as verified
+        (``ArchitectureSpec.optimization_passes``) that fit the device and dtype it is loaded in;
+        see :func:`voicehub.optimization.select_verified_passes`.
 
         See :meth:`voicehub.optimization.OptimizationHost.apply` for the rules; the architecture's
         verified facts come from :meth:`architecture_spec`. Two threads cannot both find no active

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 from voicehub.core.version import distribution_version
+from voicehub.optimization.automatic import AUTOMATIC_PLAN, AutomaticPlan, select_verified_passes
 from voicehub.optimization.capabilities import (
     ArchitectureSupport,
     OptimizationCapabilities,
@@ -74,6 +75,7 @@ for _name, _reference in BUILTIN_PASSES.items():
 __version__ = distribution_version("voicehub-optimization")
 
 __all__ = [
+    "AUTOMATIC_PLAN",
     "BUILTIN_PASSES",
     "ENTRY_POINT_GROUP",
     "OPTIMIZATION_PASSES",
@@ -81,6 +83,7 @@ __all__ = [
     "OUTCOME_NOT_APPLICABLE",
     "AppliedPass",
     "ArchitectureSupport",
+    "AutomaticPlan",
     "OptimizationApplicationError",
     "OptimizationCapabilities",
     "OptimizationCompatibilityError",
@@ -104,4 +107,5 @@ __all__ = [
     "apply_optimization_plan",
     "infer_context",
     "register_optimization_pass",
+    "select_verified_passes",
 ]

@@ -25,6 +25,7 @@ back, and the plan is forgotten once the host no longer holds that runtime.
 from __future__ import annotations
 
 from voicehub.core.runtime import RuntimeHost, RuntimeState
+from voicehub.optimization.automatic import AUTOMATIC_PLAN, select_verified_passes
 from voicehub.optimization.capabilities import ArchitectureSupport, OptimizationContext, parse_mode
 from voicehub.optimization.errors import (
     OptimizationApplicationError,
@@ -163,7 +164,10 @@ class OptimizationHost:
         then fails, the host is switched back to the lifecycle state it had.
 
         Args:
-            plan: a pass name (``"eval-mode"``), a pass instance, or an ordered sequence of them.
+            plan: a pass name (``"eval-mode"``), a pass instance, or an ordered sequence of them;
+                or ``"auto"``: once the runtime is loaded, exactly the passes ``architecture``
+                records as verified that fit its device and dtype
+                (:func:`~voicehub.optimization.automatic.select_verified_passes`).
             mode: ``"inference"`` or ``"training"``.
             context: an explicit runtime description (its mode must equal ``mode``); by default it
                 is inferred from the module's first parameter and the architecture's facts.
@@ -194,7 +198,14 @@ class OptimizationHost:
                 f"context.mode={context.mode.value!r} disagrees with mode={state.value!r}"
             )
         manager = OptimizationPassManager(registry)
-        resolved = manager.resolve(plan)
+        automatic = isinstance(plan, str) and plan.strip().lower() == AUTOMATIC_PLAN
+        if automatic and architecture is None:
+            raise OptimizationConfigurationError(
+                f"plan {AUTOMATIC_PLAN!r} selects the passes an architecture records as verified, but "
+                f"{type(self._host).__name__} has no architecture metadata; name the passes instead (available: "
+                f"{list(manager.registry.list())})"
+            )
+        resolved = () if automatic else manager.resolve(plan)
         for name, instance in resolved:  # refuse before the runtime is loaded or switched for `mode`
             if state not in instance.capabilities.modes:
                 supported = ", ".join(m.value for m in instance.capabilities.modes)
@@ -210,6 +221,8 @@ class OptimizationHost:
         try:
             module = self._enter(state)
             ctx = infer_context(module, state) if context is None else context
+            if automatic and architecture is not None:
+                resolved = manager.resolve(self._automatic_plan(architecture, ctx, manager.registry))
             result = manager.apply_resolved(module, resolved, ctx, architecture=architecture, recovery=self.recovery)
         except OptimizationApplicationError as err:
             if isinstance(err.result, OptimizationResult):  # rollback failed: the runtime stays, tainted
@@ -242,6 +255,20 @@ class OptimizationHost:
 
         result.add_restore_callback(forget)
         return result
+
+    @staticmethod
+    def _automatic_plan(
+        architecture: ArchitectureSupport, context: OptimizationContext, registry: OptimizationPassRegistry
+    ) -> tuple[str, ...]:
+        selection = select_verified_passes(architecture, context, registry=registry)
+        if not selection.passes:
+            raise OptimizationConfigurationError(
+                f"plan {AUTOMATIC_PLAN!r}: architecture {selection.architecture!r} records no optimization pass "
+                f"verified for this runtime (mode {context.mode.value!r}, device {context.device!r}, dtype "
+                f"{context.dtype!r}); skipped: {selection.describe_skipped()}. Nothing was changed; name passes "
+                f"explicitly to try unverified ones"
+            )
+        return selection.passes
 
     def _return_to(self, previous: RuntimeState, mode: RuntimeState, error: BaseException) -> None:
         """After a failed plan, switch the host back to the state it had before :meth:`apply`."""

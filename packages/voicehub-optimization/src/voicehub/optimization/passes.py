@@ -222,6 +222,15 @@ class OptimizationPass(abc.ABC):
         if reasons:
             raise OptimizationCompatibilityError(self.pass_id, reasons)
 
+    def planned_context(self, context: OptimizationContext) -> OptimizationContext:
+        """The context the runtime will be in after :meth:`apply`, for planning without applying.
+
+        Automatic selection (:func:`voicehub.optimization.automatic.select_verified_passes`) checks
+        each later pass against it. The default is ``context`` unchanged; a pass that moves the
+        runtime to another device or dtype overrides it (``DtypePass`` returns its target dtype).
+        """
+        return context
+
     @abc.abstractmethod
     def apply(self, model: object, context: OptimizationContext) -> PassResult:
         """Transform ``model``; all of the change or none of it.

@@ -28,6 +28,10 @@ PassFactory = Callable[[], OptimizationPass]
 """A zero-argument callable (usually the pass class) returning a configured pass."""
 
 F = TypeVar("F", bound=Callable[[], OptimizationPass])
+AUTOMATIC_PLAN: Final = "auto"
+"""The plan name that asks for automatic selection (:mod:`voicehub.optimization.automatic`); reserved,
+so no pass may be registered under it."""
+
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -76,6 +80,11 @@ class OptimizationPassRegistry:
             RegistryError: if ``name`` is taken by another factory and ``exist_ok`` is false.
         """
         key = _normalize_name(name)
+        if key == AUTOMATIC_PLAN:
+            raise OptimizationConfigurationError(
+                f"optimization pass name {name!r} is reserved: the plan {AUTOMATIC_PLAN!r} selects the passes an "
+                "architecture records as verified; register the pass under another name"
+            )
         if isinstance(factory, str):
             try:
                 parse_reference(factory)
@@ -264,6 +273,7 @@ def register_optimization_pass(
 
 
 __all__ = [
+    "AUTOMATIC_PLAN",
     "ENTRY_POINT_GROUP",
     "OPTIMIZATION_PASSES",
     "OptimizationPassRegistry",

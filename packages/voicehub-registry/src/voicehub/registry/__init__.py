@@ -8,7 +8,7 @@ and the ``voicehub`` meta-package queues the built-in catalogs (before the plug-
 
 from __future__ import annotations
 
-from voicehub.registry.architecture_registry import ArchitectureRegistry, ArchitectureSpec
+from voicehub.registry.architecture_registry import ARCHITECTURE_PARTS, ArchitectureRegistry, ArchitectureSpec
 from voicehub.registry.checkpoints import (
     CheckpointSource,
     DistributionSource,
@@ -46,6 +46,7 @@ MODEL_CATALOG.add_populator(f"entry points {MODEL_ENTRY_POINT_GROUP!r}", _load_p
 
 __all__ = [
     "ARCHITECTURE_CATALOG",
+    "ARCHITECTURE_PARTS",
     "GENERIC_MODEL_TYPES",
     "MODEL_CATALOG",
     "MODEL_ENTRY_POINT_GROUP",

@@ -3,9 +3,14 @@
 An :class:`ArchitectureSpec` records, for one owned PyTorch graph, the devices, dtypes, tasks,
 features, optimization-pass kinds and sample rates that tests have verified, and where the
 reference implementation comes from. The library reads these facts: loading refuses or avoids an
-unverified device or dtype, and the optimization host declines or refuses passes by them. The
-graph, its config and its checkpoint adapters are imported by the integration that uses them
-(``voicehub/models/<model_type>/wrapper.py``), not through this record.
+unverified device or dtype, and the optimization host declines or refuses passes by them.
+
+The record also holds lazy ``"module:attr"`` references to the family's parts (seed 001: "lazy
+references to the builder, config, processor, decoder, objective, and checkpoint adapter"),
+imported only by :meth:`ArchitectureSpec.resolve`. ``None`` means the family has no such part
+(the reason is documented in its ``registration.py``). Every wrapper's runtime build resolves its
+architecture's references and checks that the graph it built is an instance of ``builder``
+(``voicehub.modeling``), so a reference that stops resolving fails the first load, naming it.
 """
 
 from __future__ import annotations
@@ -15,11 +20,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from voicehub.core.device import DeviceLike, DTypeLike, normalize_device, normalize_dtype
-from voicehub.core.errors import DeviceError, UnknownNameError
-from voicehub.core.lazy import resolve_reference
+from voicehub.core.errors import DeviceError, UnknownNameError, VoiceHubError
+from voicehub.core.lazy import parse_reference, resolve_reference
 from voicehub.core.tasks import SpeechTask
 from voicehub.registry._base import _NamedRegistry, normalize_name, normalize_names
 from voicehub.registry.errors import PluginError, SpecError, UnsupportedByArchitectureError
+
+ARCHITECTURE_PARTS: tuple[str, ...] = ("builder", "config", "processor", "decoder", "objective", "checkpoint_adapter")
+"""The lazily referenced parts of an architecture family, in the order seed 001 names them."""
 
 
 def _tags(values: object, field: str) -> tuple[str, ...]:
@@ -42,6 +50,16 @@ class ArchitectureSpec:
         aliases: other names accepted for ``architecture_id``.
         upstream: where the reference implementation lives (URL and revision), for provenance.
         license: SPDX licence id of the reference implementation.
+        builder: ``"module:attr"`` of the graph class (the runtime module is an instance of it).
+        config: ``"module:attr"`` of the graph's config class.
+        processor: ``"module:attr"`` of the input processor (feature extractor, text front end or
+            tokenizer), or ``None`` when the graph takes raw audio itself.
+        decoder: ``"module:attr"`` of the output decoder (search loop, waveform decoder), or ``None``
+            when the graph's output is the result.
+        objective: ``"module:attr"`` of the training objective, or ``None`` when the family has none
+            of its own (it is trained through a generic ``voicehub.training`` objective or not at all).
+        checkpoint_adapter: ``"module:attr"`` of the function or method that reads the family's
+            checkpoints into the graph.
     """
 
     architecture_id: str
@@ -55,11 +73,31 @@ class ArchitectureSpec:
     aliases: tuple[str, ...] = ()
     upstream: str | None = None
     license: str | None = None
+    builder: str | None = None
+    config: str | None = None
+    processor: str | None = None
+    decoder: str | None = None
+    objective: str | None = None
+    checkpoint_adapter: str | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         key = normalize_name(self.architecture_id, what="architecture_id")
         set_(self, "architecture_id", key)
+        for part in ARCHITECTURE_PARTS:
+            reference = getattr(self, part)
+            if reference is None:
+                continue
+            if not isinstance(reference, str):
+                raise SpecError(
+                    f"architecture {key!r}: {part} must be a 'module:attr' string or None, got "
+                    f"{type(reference).__name__}",
+                    field=part,
+                )
+            try:
+                parse_reference(reference)
+            except ValueError as err:
+                raise SpecError(f"architecture {key!r}: {part}: {err}", field=part) from err
         if isinstance(self.tasks, (str, SpeechTask)):
             raise SpecError(f"architecture {key!r}: tasks must be a tuple", field="tasks")
         try:
@@ -98,6 +136,44 @@ class ArchitectureSpec:
     def name(self) -> str:
         """The registry key (same as ``architecture_id``)."""
         return self.architecture_id
+
+    def references(self) -> dict[str, str | None]:
+        """Part name -> ``"module:attr"`` reference (``None`` for a part the family does not have)."""
+        return {part: getattr(self, part) for part in ARCHITECTURE_PARTS}
+
+    def resolve(self, part: str) -> Any:
+        """Import and return one of the family's parts (imports its module now).
+
+        Args:
+            part: one of :data:`ARCHITECTURE_PARTS` (``"builder"``, ``"checkpoint_adapter"``...).
+
+        Returns:
+            The object the reference names.
+
+        Raises:
+            SpecError: for an unknown part name (listing the parts), a part the family does not
+                declare, or a reference that does not import.
+        """
+        if part not in ARCHITECTURE_PARTS:
+            raise SpecError(
+                f"architecture {self.architecture_id!r}: unknown part {part!r}; expected one of "
+                f"{list(ARCHITECTURE_PARTS)}",
+                field=part,
+            )
+        reference = getattr(self, part)
+        if reference is None:
+            raise SpecError(
+                f"architecture {self.architecture_id!r} declares no {part}; its registration.py says why",
+                field=part,
+            )
+        try:
+            return resolve_reference(reference)
+        except VoiceHubError as err:
+            raise SpecError(
+                f"architecture {self.architecture_id!r}: {part} reference {reference!r} does not resolve: {err}; fix "
+                f"the reference in the family's registration.py",
+                field=part,
+            ) from err
 
     def supports(
         self,
@@ -160,6 +236,7 @@ class ArchitectureSpec:
             "aliases": list(self.aliases),
             "upstream": self.upstream,
             "license": self.license,
+            **self.references(),
         }
 
 
@@ -221,4 +298,4 @@ class ArchitectureRegistry(_NamedRegistry[ArchitectureSpec]):
         return tuple(added)
 
 
-__all__ = ["ArchitectureRegistry", "ArchitectureSpec"]
+__all__ = ["ARCHITECTURE_PARTS", "ArchitectureRegistry", "ArchitectureSpec"]

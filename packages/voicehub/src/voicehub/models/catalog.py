@@ -17,6 +17,7 @@ BUILTIN_MODELS: tuple[str, ...] = (
     "voicehub.models.asr_whisper.registration:BASE_MODEL_SPEC",
     "voicehub.models.tts_vits.registration:MODEL_SPEC",
     "voicehub.models.asr_moonshine.registration:MODEL_SPEC",
+    "voicehub.models.asr_qwen3.registration:MODEL_SPEC",
 )
 """References to the built-in :class:`~voicehub.registry.ModelSpec` declarations, in listing order."""
 

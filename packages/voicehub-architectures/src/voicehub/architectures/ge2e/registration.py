@@ -19,6 +19,12 @@ ARCHITECTURE = ArchitectureSpec(
     sample_rates=(SAMPLE_RATE,),
     upstream="https://github.com/resemble-ai/Resemblyzer (resemblyzer 0.1.4 on PyPI)",
     license="Apache-2.0",
+    builder="voicehub.architectures.ge2e.model:GE2ESpeakerEncoder",
+    config="voicehub.architectures.ge2e.config:GE2EConfig",
+    processor="voicehub.architectures.ge2e.processor:preprocess",
+    decoder=None,  # the output is the speaker embedding; scoring is voicehub.speaker_verification's
+    objective="voicehub.architectures.ge2e.model:GE2ESpeakerEncoder.ge2e_loss",
+    checkpoint_adapter="voicehub.architectures.ge2e.checkpoint:load_resemblyzer_checkpoint",
 )
 """Verified on CPU: float32 embeddings equal resemblyzer's VoiceEncoder within 1e-5 on real speech; bfloat16 and
 the listed passes against float32 on real speech (``packages/voicehub/tests/test_sv_optimization.py``)."""

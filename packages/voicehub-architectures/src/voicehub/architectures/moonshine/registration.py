@@ -17,6 +17,12 @@ ARCHITECTURE = ArchitectureSpec(
     sample_rates=(SAMPLE_RATE,),
     upstream="https://github.com/usefulsensors/moonshine (base-en); int8 .ort weights of the moonshine-cpp 0.1.4 wheel",
     license="MIT",
+    builder="voicehub.architectures.moonshine.model:MoonshineModel",
+    config="voicehub.architectures.moonshine.config:MoonshineConfig",
+    processor="voicehub.architectures.moonshine.tokenizer:MoonshineTokenizer",
+    decoder="voicehub.architectures.moonshine.model:MoonshineDecoder",
+    objective=None,  # no training declared: the weights are int8 .ort files, dequantised for inference
+    checkpoint_adapter="voicehub.architectures.moonshine.checkpoint:load_moonshine",
 )
 """Verified on CPU in float32: encoder states, decoder logits and greedy tokens against onnxruntime running the
 same ``.ort`` files (``packages/voicehub-architectures/tests/test_moonshine_parity.py``); bfloat16 and the listed

@@ -18,6 +18,12 @@ ARCHITECTURE = ArchitectureSpec(
     aliases=("silero-vad",),
     upstream="https://github.com/snakers4/silero-vad (silero-vad 5.1.2 and 6.2.3 on PyPI)",
     license="MIT",
+    builder="voicehub.architectures.silero.model:SileroVAD",
+    config="voicehub.architectures.silero.config:SileroConfig",
+    processor=None,  # the graph takes raw 16/8 kHz audio; its STFT front end is inside SileroVAD
+    decoder=None,  # the output is per-chunk speech probability; segmentation is voicehub.voice_activity's
+    objective=None,  # trained by voicehub.training's generic frame-classification objective
+    checkpoint_adapter="voicehub.architectures.silero.checkpoint:load_silero_vad",
 )
 """Verified on CPU: float32 against the upstream TorchScript model (v5, v6) at 16 and 8 kHz; bfloat16 and the
 listed optimization passes against float32 on real speech (``packages/voicehub/tests/test_vad_optimization.py``)."""

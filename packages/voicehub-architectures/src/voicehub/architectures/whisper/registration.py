@@ -24,6 +24,12 @@ ARCHITECTURE = ArchitectureSpec(
     sample_rates=(SAMPLE_RATE,),
     upstream="https://github.com/openai/whisper (openai-whisper 20250625); CTranslate2 weights as in faster-whisper",
     license="MIT",
+    builder="voicehub.architectures.whisper.model:Whisper",
+    config="voicehub.architectures.whisper.config:WhisperConfig",
+    processor="voicehub.architectures.whisper.audio:log_mel_spectrogram",
+    decoder="voicehub.architectures.whisper.decoding:WhisperDecoder",
+    objective=None,  # fine-tuned through voicehub.training's generic sequence-to-sequence cross entropy
+    checkpoint_adapter="voicehub.architectures.whisper.checkpoint:load_whisper",
 )
 """Verified on CPU in float32: log-mel, encoder output and first-step logits against openai-whisper, greedy
 transcripts against faster-whisper on tiny.en and base (``packages/voicehub-architectures/tests/test_whisper*.py``);

@@ -58,6 +58,8 @@ class RawCheckpoint:
         source: the path read, for messages.
         class_path: ``"module:Class"`` recorded by VoiceHub, ``None`` for files from elsewhere.
         package_version: the writer's package version, when recorded.
+        train_mode: the model's training mode when saved (``"full"``, ``"ft-embed-affine"``...),
+            ``None`` for files that do not record it (Hyperion's own: read as ``"full"``).
     """
 
     model_cfg: dict[str, Any]
@@ -65,6 +67,7 @@ class RawCheckpoint:
     source: str
     class_path: str | None = None
     package_version: str | None = None
+    train_mode: str | None = None
 
 
 # --------------------------------------------------------------------------- writing
@@ -75,6 +78,7 @@ def save_single_file(
     *,
     class_path: str,
     package_version: str,
+    train_mode: str = "full",
 ) -> Path:
     """Write the legacy single-file format atomically (temporary file, then rename).
 
@@ -84,6 +88,7 @@ def save_single_file(
         state_dict: tensors to store (moved to the CPU first).
         class_path: ``"module:Class"`` of the model class.
         package_version: version string of the writing package.
+        train_mode: the model's training mode, restored on load.
 
     Returns:
         ``path``.
@@ -97,6 +102,7 @@ def save_single_file(
         "model_state_dict": {k: v.detach().cpu() for k, v in state_dict.items()},
         "class_path": class_path,
         "package_version": package_version,
+        "train_mode": train_mode,
     }
     try:
         atomic_write(path, lambda tmp: torch.save(payload, tmp), what="checkpoint")
@@ -112,6 +118,7 @@ def save_directory(
     *,
     class_path: str,
     package_version: str,
+    train_mode: str = "full",
 ) -> Path:
     """Write ``config.json`` + ``model.safetensors`` into ``path`` as one transaction.
 
@@ -138,6 +145,7 @@ def save_directory(
         "class_name": str(model_cfg.get("class_name", "")),
         "class_path": class_path,
         "package_version": package_version,
+        "train_mode": train_mode,
     }
 
     def write(staging: Path) -> None:
@@ -220,6 +228,7 @@ def _read_directory(path: Path, map_location: str | torch.device) -> RawCheckpoi
         source=str(path),
         class_path=metadata.get("class_path") or None,
         package_version=metadata.get("package_version") or None,
+        train_mode=metadata.get("train_mode") or None,
     )
 
 
@@ -340,12 +349,14 @@ def _read_single_file(
         raise HyperionFileError(f"{path}: {state_key} must be a dict of tensors, got {type(state).__name__}", path=path)
     class_path = payload.get("class_path")
     version = payload.get("package_version")
+    train_mode = payload.get("train_mode")
     return RawCheckpoint(
         model_cfg=cfg,
         state_dict=normalize_state_dict(state, source=str(path)),
         source=str(path),
         class_path=class_path if isinstance(class_path, str) else None,
         package_version=version if isinstance(version, str) else None,
+        train_mode=train_mode if isinstance(train_mode, str) and train_mode else None,
     )
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import inspect
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -36,7 +37,14 @@ from typing import Any, ClassVar, Self
 import torch
 from torch import nn
 
-from voicehub.core import CheckpointError, ConfigError, DeviceError, VoiceHubError, resolve_reference
+from voicehub.core import (
+    CheckpointError,
+    ConfigError,
+    DeviceError,
+    UnknownConfigKeyError,
+    VoiceHubError,
+    resolve_reference,
+)
 from voicehub.core.checkpoint import check_tensor_values
 from voicehub.hyperion.errors import HyperionFileError, HyperionRegistryError, UnknownHyperionClassError
 from voicehub.hyperion.torch.checkpoint import (
@@ -141,7 +149,53 @@ class HyperTorchModel(nn.Module):
                 key="class_name",
             )
         cfg.setdefault("schema_version", 1)
+        constructor_keys = cls._constructor_keys(cfg)
+        if constructor_keys:
+            return cls._from_constructor_config(cfg, constructor_keys)
         return cls(cls.config_class.from_dict(cfg))
+
+    @classmethod
+    def _constructor_keys(cls, cfg: Mapping[str, Any]) -> tuple[str, ...]:
+        """The keys of ``cfg`` that go to the constructor of a keyword-style subclass (seed 004).
+
+        A subclass that declares no typed :attr:`config_class` of its own and takes its settings
+        as constructor keywords (``__init__(self, encoder_cfg, embedding_dim, dropout_rate)``) extends
+        :meth:`get_config` with those keywords; everything outside the base config's keys is one.
+        A subclass with its own ``config_class`` has none: its config is closed and refuses them.
+        """
+        if cls.config_class is not HyperTorchConfig:
+            return ()
+        base = {"type", "schema_version", *HyperTorchConfig.known_keys()}
+        return tuple(key for key in cfg if key not in base)
+
+    @classmethod
+    def _from_constructor_config(cls, cfg: Mapping[str, Any], keys: tuple[str, ...]) -> Self:
+        """Build a keyword-style subclass: ``cls(**settings)``, then the base fields onto ``config``.
+
+        Raises:
+            UnknownConfigKeyError: (a ``ConfigError``) for keys the constructor does not accept,
+                listing the ones it does.
+        """
+        parameters = inspect.signature(cls.__init__).parameters
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        accepted = [
+            name
+            for name, p in parameters.items()
+            if name != "self" and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        ]
+        unknown = [key for key in keys if key not in accepted]
+        if unknown and not takes_any:
+            error = UnknownConfigKeyError(f"{cls.__name__}.__init__", unknown, accepted)
+            error.args = (
+                f"{error.args[0]}: a keyword-style model's get_config() must add exactly its constructor's arguments "
+                f"to the base config (seed 004); rename the key or accept it in __init__",
+            )
+            raise error
+        base = HyperTorchConfig.from_dict({k: v for k, v in cfg.items() if k not in keys})
+        model = cls(**{key: cfg[key] for key in keys})
+        if model.config != base:  # bias_weight_decay and the base tags are the base class's, not the constructor's
+            model.config = base
+        return model
 
     # --------------------------------------------------------------------- saving
     def save(self, path: str | os.PathLike[str]) -> Path:
@@ -151,6 +205,9 @@ class HyperTorchModel(nn.Module):
             path: a ``.pth`` / ``.pt`` file for the legacy Hyperion single-file format
                 (``{"model_cfg", "model_state_dict"}``), anything else is a directory that
                 receives ``config.json`` and ``model.safetensors``.
+
+        Both forms also record :attr:`train_mode` (beside ``class_path``, where Hyperion ignores
+        it); every load path restores it.
 
         Returns:
             The written path.
@@ -165,6 +222,7 @@ class HyperTorchModel(nn.Module):
             self.state_dict(),
             class_path=class_path,
             package_version=_package_version(),
+            train_mode=self.train_mode,
         )
 
     # -------------------------------------------------------------------- loading
@@ -214,7 +272,12 @@ class HyperTorchModel(nn.Module):
         The class is found, in order: in ``extra_objs`` (caller-supplied plug-ins, which may
         override), among classes already defined, through the ``class_path`` VoiceHub recorded
         in the file (imported only when it is a ``voicehub.*`` module), and through the
-        ``voicehub.hyperion_torch_models`` entry points of installed distributions.
+        ``voicehub.hyperion_torch_models`` entry points of installed distributions (the
+        maintained models, ``XVector`` and ``GE2ESpeakerEncoder``, are announced there by
+        ``voicehub-architectures``, so a Hyperion file without a class path loads in a fresh
+        process). A class that overrides :meth:`load` (seed 004's ``AE.load`` pattern: rebuild
+        nested components first, then load the state dict) is loaded by its own ``load``; the
+        saved ``train_mode`` is restored either way.
 
         Args:
             path: a ``.pth`` file or a directory checkpoint.
@@ -243,13 +306,34 @@ class HyperTorchModel(nn.Module):
             raise HyperionFileError(
                 f"{raw.source}: holds a {class_name!r} model, which is not a {cls.__name__}", path=raw.source
             )
-        return model_class._from_raw(raw, map_location)
+        if not _overrides_load(model_class):
+            return model_class._from_raw(raw, map_location)
+        model = model_class.load(path, map_location=map_location, safe_globals=safe_globals)
+        if not isinstance(model, model_class):
+            raise HyperionFileError(
+                f"{raw.source}: {model_class.__name__}.load returned a {type(model).__name__}, expected a "
+                f"{model_class.__name__}; an overridden load() must return the model it rebuilt",
+                path=raw.source,
+            )
+        model._restore_train_mode(raw)
+        return model
 
     @classmethod
     def _from_raw(cls, raw: RawCheckpoint, map_location: str | torch.device) -> Self:
         cfg = dict(raw.model_cfg)
         cfg.pop("class_name", None)
         version = cfg.setdefault("schema_version", 1)
+        constructor_keys = cls._constructor_keys(cfg)
+        if constructor_keys:
+            try:
+                model = cls._from_constructor_config(cfg, constructor_keys)
+            except ConfigError as err:
+                raise HyperionFileError(f"{raw.source}: model_cfg: {err}", path=raw.source) from err
+            except VoiceHubError:
+                raise
+            except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
+                raise _damaged(raw.source, f"cannot build {cls.__name__} from the stored config", err) from err
+            return model._finish_loading(raw, dict(raw.state_dict), map_location)
         try:
             config = cls.config_class.from_dict(cfg)
         except ConfigError as err:
@@ -268,11 +352,31 @@ class HyperTorchModel(nn.Module):
             raise
         except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
             raise _damaged(raw.source, f"cannot build {cls.__name__} from the stored config and tensors", err) from err
-        model.load_checked_state_dict(state, source=raw.source)
-        model.eval()
+        return model._finish_loading(raw, state, map_location)
+
+    def _finish_loading(
+        self, raw: RawCheckpoint, state: Mapping[str, torch.Tensor], map_location: str | torch.device
+    ) -> Self:
+        """Load the checked tensors, restore the saved ``train_mode``, switch to eval, move to ``map_location``."""
+        self.load_checked_state_dict(state, source=raw.source)
+        self._restore_train_mode(raw)
+        self.eval()
         if torch.device(map_location).type != "cpu":
-            model.to(map_location)
-        return model
+            self.to(map_location)
+        return self
+
+    def _restore_train_mode(self, raw: RawCheckpoint) -> None:
+        """Put the model in the ``train_mode`` the file records (files without one were saved in ``"full"``).
+
+        Raises:
+            HyperionFileError: for a recorded mode this class does not support, naming the valid ones.
+        """
+        if raw.train_mode is None or raw.train_mode == self.train_mode:
+            return
+        try:
+            self.set_train_mode(raw.train_mode)
+        except ConfigError as err:
+            raise HyperionFileError(f"{raw.source}: saved train_mode: {err}", path=raw.source) from err
 
     def load_checked_state_dict(self, state_dict: Mapping[str, torch.Tensor], *, source: str) -> None:
         """Strictly load ``state_dict`` after checking every key and shape.
@@ -419,6 +523,12 @@ def _damaged(source: str, what: str, err: BaseException) -> HyperionFileError:
         "version: re-save it from the trained model",
         path=source,
     )
+
+
+def _overrides_load(model_class: type[HyperTorchModel]) -> bool:
+    """Whether a class between ``model_class`` and :class:`HyperTorchModel` defines its own ``load``."""
+    mro = model_class.__mro__
+    return any("load" in vars(klass) for klass in mro[: mro.index(HyperTorchModel)])
 
 
 def _resolve_class(

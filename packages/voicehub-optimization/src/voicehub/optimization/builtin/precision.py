@@ -19,6 +19,7 @@ bfloat16 support always fail before any change: they are hardware requests that 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal
 
@@ -86,6 +87,10 @@ class DtypePass(OptimizationPass):
     def manifest_configuration(self) -> Mapping[str, JSONValue]:
         """``{"dtype": ..., "requirement": ...}``."""
         return {"dtype": self.dtype, "requirement": self.requirement}
+
+    def planned_context(self, context: OptimizationContext) -> OptimizationContext:
+        """``context`` in the target dtype (what the runtime's floating tensors are after :meth:`apply`)."""
+        return dataclasses.replace(context, dtype=self.dtype)
 
     def validate(self, model: object, context: OptimizationContext) -> None:
         """Capabilities, hardware support, the ``low_precision_unsafe`` protocol, and unsafe modules.

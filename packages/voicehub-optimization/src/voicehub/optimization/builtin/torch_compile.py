@@ -8,9 +8,11 @@ torch.compile is lazy: graphs are captured on the first call. With ``requirement
 compilation failure at that call falls back to eager execution for good, and the manifest's
 ``runtime_status`` records ``eager-fallback`` with the reason; with ``"required"`` the error
 propagates. A backend that cannot run (unknown to this torch, or inductor on a CPU without a
-C++ compiler) fails before any change when required, and is recorded as ``eager-fallback`` at
-apply time otherwise. Architectures opt out with the feature ``compile-inference-unsafe``
-(or ``compile-training-unsafe``).
+C++ compiler) fails in ``validate``, before any change, when it was named explicitly
+(``TorchCompilePass(backend="no-such-backend")``, seed 000: "an explicit backend that cannot run
+must still fail before mutation") or when ``requirement="required"``; only the default backend
+(no ``backend=`` given) is recorded as ``eager-fallback`` at apply time. Architectures opt out with
+the feature ``compile-inference-unsafe`` (or ``compile-training-unsafe``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ from voicehub.optimization.execution import (
     unpatch_methods,
 )
 from voicehub.optimization.passes import OptimizationPass, PassResult
+
+DEFAULT_BACKEND = "inductor"
+"""The backend used when none is named; the only one that may fall back to eager when it cannot run."""
 
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -65,7 +70,9 @@ class TorchCompilePass(OptimizationPass):
     """Compile the execution methods with ``torch.compile``.
 
     Args:
-        backend: a ``torch._dynamo`` backend name (default ``"inductor"``).
+        backend: a ``torch._dynamo`` backend name, or ``None`` for the default (``"inductor"``). A
+            backend named here must be able to run: if it cannot, :meth:`validate` raises before
+            any change; only the default may fall back to eager execution.
         mode: ``None`` or a torch.compile mode (``"reduce-overhead"``, ``"max-autotune"``...).
         fullgraph: refuse graph breaks.
         dynamic: ``None`` (automatic), or force dynamic/static shapes.
@@ -89,14 +96,17 @@ class TorchCompilePass(OptimizationPass):
     def __init__(
         self,
         *,
-        backend: str = "inductor",
+        backend: str | None = None,
         mode: str | None = None,
         fullgraph: bool = False,
         dynamic: bool | None = None,
         requirement: Literal["auto", "required"] = "auto",
     ) -> None:
-        if not isinstance(backend, str) or not backend:
-            raise OptimizationConfigurationError(f"TorchCompilePass: backend must be a backend name, got {backend!r}")
+        if backend is not None and (not isinstance(backend, str) or not backend.strip()):
+            raise OptimizationConfigurationError(
+                f"TorchCompilePass: backend must be a torch.compile backend name (e.g. 'inductor') or None for the "
+                f"default, got {backend!r}"
+            )
         if mode not in _MODES:
             raise OptimizationConfigurationError(f"TorchCompilePass: mode must be one of {list(_MODES)}, got {mode!r}")
         if not isinstance(fullgraph, bool) or dynamic not in (None, True, False):
@@ -107,7 +117,8 @@ class TorchCompilePass(OptimizationPass):
             raise OptimizationConfigurationError(
                 f"TorchCompilePass: requirement must be 'auto' or 'required', got {requirement!r}"
             )
-        self.backend = backend
+        self.backend = DEFAULT_BACKEND if backend is None else backend
+        self.backend_explicit = backend is not None
         self.mode = mode
         self.fullgraph = fullgraph
         self.dynamic = dynamic
@@ -144,10 +155,12 @@ class TorchCompilePass(OptimizationPass):
         return None
 
     def validate(self, model: object, context: OptimizationContext) -> None:
-        """Capabilities, the execution-method protocol and, when required, a runnable backend.
+        """Capabilities, the execution-method protocol and, for a named or required backend, that it can run.
 
         Raises:
-            OptimizationCompatibilityError: if ``requirement="required"`` and the backend cannot run.
+            OptimizationCompatibilityError: if the backend was named explicitly (or
+                ``requirement="required"``) and cannot run here: unknown to this torch, or inductor
+                on a CPU without a C++ compiler. The message lists the usable backends.
         """
         super().validate(model, context)
         if not torch_module(model):
@@ -155,10 +168,16 @@ class TorchCompilePass(OptimizationPass):
                 raise OptimizationCompatibilityError(self.pass_id, (not_a_module_reason(model, "torch.compile"),))
             return
         execution_methods(model, self.pass_id)
-        if self.requirement == "required":
+        if self.requirement == "required" or self.backend_explicit:
             problem = self._backend_problem(context)
             if problem is not None:
-                raise OptimizationCompatibilityError(self.pass_id, (problem,))
+                reasons = [problem]
+                if self.backend_explicit:
+                    reasons.append(
+                        f"backend={self.backend!r} was named explicitly, so it is not replaced by eager execution; "
+                        "name a usable backend, or omit backend= to let the default fall back to eager"
+                    )
+                raise OptimizationCompatibilityError(self.pass_id, tuple(reasons))
 
     def apply(self, model: object, context: OptimizationContext) -> PassResult:
         """Install compiled execution methods; record an eager fallback when the backend cannot run."""
