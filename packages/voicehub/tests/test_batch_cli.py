@@ -28,13 +28,15 @@ def test_batch_vad_writes_parts_reports_failures_and_resumes(tmp_path: Path) -> 
     first = rows[str(CLIPS[1])]["vad_segments"][0]
     assert (first["start_s"], first["end_s"]) == (0.226, 2.878)  # the Silero segment of the 0880 clip
     again = CliRunner().invoke(main, [*args, "--progress", "--no-retry-failed"])
-    assert "this run: 0 files (4 already done, 0 failed before and retried)" in again.stdout
+    assert "this run: 0 files (4 already done, 0 failed before and retried, 0 changed since and redone)" in again.stdout
     hours = sum(sf.info(path).duration for path in CLIPS) / 3600
     assert "4/4" in again.stderr and f"{hours:.3f} h audio" in again.stderr  # the resumed files count as done
     assert "0/4" not in again.stderr
     retried = CliRunner().invoke(main, [*args, "--progress"])  # the missing file is tried again, and fails again
     assert retried.exit_code == 1
-    assert "this run: 1 files (3 already done, 1 failed before and retried)" in retried.stdout
+    assert (
+        "this run: 1 files (3 already done, 1 failed before and retried, 0 changed since and redone)" in retried.stdout
+    )
     assert "3/4" in retried.stderr and "4 files" in retried.stdout and "1 failed" in retried.stdout
     refused = CliRunner().invoke(main, [*args, "--no-resume"])
     assert refused.exit_code == 1 and "pass resume=True" in refused.stderr

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from voicehub.batch._inputs import expand_inputs
+from voicehub.batch._inputs import expand_inputs, input_key
 from voicehub.batch._output import BatchSummary, PartWriter
 from voicehub.batch._worker import STEP_TASKS, OnError, Step, describe_steps, output_schema
 from voicehub.core.device import DeviceLike
@@ -136,7 +136,7 @@ def map_corpus(
     progress: ProgressCallback | None = None,
     on_start: StartCallback | None = None,
 ) -> BatchSummary:
-    """Run ``steps`` over every input file; write Parquet parts and ``summary.json`` into ``output``.
+    """Run ``steps`` over every input file; write Parquet parts and ``_summary.json`` into ``output``.
 
     Args:
         inputs: a list of paths, a directory, a text file of paths or a JSONL manifest (see
@@ -159,8 +159,12 @@ def map_corpus(
             ``error`` set and the job goes on; ``"raise"``: the job stops with
             :class:`~voicehub.errors.BatchItemError` (parts already written stay, for ``resume``).
         resume: skip the inputs the parts in ``output`` already hold; with ``False`` an
-            ``output`` that holds parts is refused. The parts record what made them (model type,
-            checkpoint source, config, options, plan per step); resuming with other ones is refused.
+            ``output`` that holds parts is refused. An input is the same when its resolved path
+            (absolute, links resolved) and its fingerprint (size, modification time, a hash of
+            its first and last 64 KiB) are: a file changed since is run again, another file under
+            the same name is run, and two paths naming one file run it once. The parts record
+            what made them (model type, checkpoint source, config, options, plan per step);
+            resuming with other ones is refused.
         retry_failed: with ``resume``, run again the inputs whose row in ``output`` holds an
             error (a file fixed since, a transient failure); the new row supersedes the error
             row (:func:`~voicehub.batch.read_output` gives the last row of each input). ``False``
@@ -172,7 +176,7 @@ def map_corpus(
             skipped because an earlier run wrote them, and their audio seconds.
 
     Returns:
-        The summary, also written as ``output/summary.json``.
+        The summary, also written as ``output/_summary.json``.
 
     Raises:
         BatchInputError: for bad inputs, steps or settings (before anything runs).
@@ -205,12 +209,18 @@ def map_corpus(
     for step in resolved:  # what a worker rebuilds it from: refused here, whichever way it reaches the workers
         pickle.dumps(step.model)
     models = describe_steps(resolved)
-    paths = expand_inputs(inputs)
+    keys = {path: input_key(path) for path in expand_inputs(inputs)}
+    first: dict[str, str] = {}  # one path per file: the first of the paths that name it (relative, absolute, a link)
+    for path, key in keys.items():
+        first.setdefault(key.resolved_path, path)
+    paths = list(first.values())
     writer = PartWriter(output, output_schema(names), steps=models, resume=resume)
-    retried = [path for path in paths if retry_failed and writer.failed(path)]
-    todo = [path for path in paths if not writer.written(path) or (retry_failed and writer.failed(path))]
+    todo = [path for path in paths if not writer.written(keys[path]) or (retry_failed and writer.failed(keys[path]))]
+    retried = [path for path in todo if writer.failed(keys[path])]  # an error row, fixed since or not
+    changed = [path for path in todo if writer.changed(keys[path]) and not writer.failed(keys[path])]
     if on_start is not None:
-        skipped = [path for path in paths if writer.written(path) and not (retry_failed and writer.failed(path))]
+        pending = set(todo)
+        skipped = [keys[path] for path in paths if path not in pending]
         on_start(len(paths), len(skipped), writer.done_seconds(skipped))
     if workers is None:
         workers = max(1, (os.cpu_count() or 1) // cpus_per_worker)
@@ -252,12 +262,13 @@ def map_corpus(
     for table in tables:
         if startup_s is None:
             startup_s = time.perf_counter() - started
-        writer.write(table)
+        writer.write(table, keys)
         seconds = sum(value for value in table.column("duration_s").to_pylist() if value is not None)
         processed_files += table.num_rows
         processed_s += seconds
         if progress is not None:
             progress(table.num_rows, seconds)
+    writer.drop_superseded()
     wall_s = time.perf_counter() - started
     files, failures, audio_hours = writer.totals()
     summary = BatchSummary(
@@ -269,6 +280,7 @@ def map_corpus(
         processed_audio_hours=processed_s / 3600.0,
         skipped_files=len(paths) - len(todo),
         retried_files=len(retried),
+        changed_files=len(changed),
         wall_s=wall_s,
         startup_s=startup_s,
         files_per_s=processed_files / wall_s if wall_s > 0 else 0.0,

@@ -1,7 +1,7 @@
 """``voicehub batch vad|embed|transcribe``: a corpus job (:func:`voicehub.batch.map_corpus`) from the command line.
 
 Each subcommand runs one task step over INPUT... on worker processes (``--engine local``) or Ray
-(``--engine ray``), writes Parquet parts and ``summary.json`` into ``--output`` and resumes a
+(``--engine ray``), writes Parquet parts and ``_summary.json`` into ``--output`` and resumes a
 killed job by default. A file that fails becomes a row with its error; the exit status is then 1.
 """
 
@@ -129,7 +129,7 @@ def _make_command(step: str, task_help: str) -> click.Command:
         required=True,
         type=click.Path(file_okay=False, path_type=Path),
         callback=_output_directory,
-        help="Directory for the Parquet parts (part-NNNNNN.parquet) and summary.json.",
+        help="Directory for the Parquet parts (part-NNNNNN.parquet) and _summary.json.",
     )
     @click.option(
         "--model", "model_type", default=None, metavar="MODEL_TYPE", help=f"Default: {default_model_help(task)}."
@@ -214,7 +214,7 @@ def _make_command(step: str, task_help: str) -> click.Command:
         click.echo(
             f"{summary.output}: {summary.files} files, {summary.audio_hours:.4f} h of audio, {summary.failures} "
             f"failed; this run: {summary.processed_files} files ({summary.skipped_files} already done, "
-            f"{summary.retried_files} failed before and retried) in "
+            f"{summary.retried_files} failed before and retried, {summary.changed_files} changed since and redone) in "
             f"{summary.wall_s:.1f} s, {summary.files_per_s:.2f} files/s, {summary.audio_hours_per_s * 3600:.1f} s of "
             f"audio per second"
         )
