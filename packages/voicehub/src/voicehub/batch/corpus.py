@@ -11,6 +11,7 @@ plain loop.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import time
@@ -132,6 +133,7 @@ def map_corpus(
     resume: bool = True,
     retry_failed: bool = True,
     address: str | None = None,
+    ray_log_level: int = logging.WARNING,
     device: DeviceLike = "cpu",
     progress: ProgressCallback | None = None,
     on_start: StartCallback | None = None,
@@ -169,7 +171,11 @@ def map_corpus(
             error (a file fixed since, a transient failure); the new row supersedes the error
             row (:func:`~voicehub.batch.read_output` gives the last row of each input). ``False``
             skips them like the inputs that succeeded.
-        address: the Ray cluster to join (``"auto"`` for ``ray start``'s); ``ray`` only.
+        address: the Ray cluster to join (``"auto"`` for ``ray start``'s, ``"HOST:6379"``,
+            ``"ray://HOST:10001"``); ``ray`` only. A ``HOST:PORT`` that takes no connection within
+            5 s is refused before any work.
+        ray_log_level: the :mod:`logging` level of Ray's own log while the job runs (its Python
+            loggers; below ``DEBUG`` the driver's C++ log shows fatal errors only); ``ray`` only.
         device: where the step-name steps' default models run.
         progress: called after each written part with its file count and audio seconds.
         on_start: called once before any batch runs with the corpus's file count, the files
@@ -185,6 +191,7 @@ def map_corpus(
             checkpoints or options than ``steps`` (before anything runs).
         BatchItemError: with ``on_error="raise"``, for the first failing file.
         OptionalDependencyError: for ``engine="ray"`` without Ray installed.
+        BatchEngineUnreachableError: for an ``address`` whose cluster cannot be reached.
         UnpicklableModelError: for a wrapper that cannot travel to a worker as a recipe (loaded
             for training, a tainted plan; see :mod:`voicehub._recipe`), before anything runs.
     """
@@ -209,6 +216,10 @@ def map_corpus(
     for step in resolved:  # what a worker rebuilds it from: refused here, whichever way it reaches the workers
         pickle.dumps(step.model)
     models = describe_steps(resolved)
+    if engine == "ray" and address is not None:  # before any work: Ray would retry an unreachable cluster for ever
+        from voicehub.batch._ray import check_reachable
+
+        check_reachable(address)
     keys = {path: input_key(path) for path in expand_inputs(inputs)}
     first: dict[str, str] = {}  # one path per file: the first of the paths that name it (relative, absolute, a link)
     for path, key in keys.items():
@@ -258,6 +269,7 @@ def map_corpus(
             batch_size=batch_size,
             on_error=on_error,
             address=address,
+            log_level=ray_log_level,
         )
     for table in tables:
         if startup_s is None:
