@@ -33,6 +33,35 @@ class NonFiniteLossError(TrainingError):
         self.batches = batches
 
 
+class DistributedTimeoutError(TrainingError, TimeoutError):
+    """A DDP rank waited longer than the process-group timeout for the others (a stalled or lost rank).
+
+    Attributes:
+        rank: the rank that gave up waiting.
+        timeout_s: the timeout, in seconds (``TrainerConfig.distributed_timeout_s``).
+        where: what the run was doing (``"step 3"``).
+        reason: torch's message.
+    """
+
+    def __init__(self, *, rank: int, timeout_s: float, where: str, reason: str):
+        self.rank = rank
+        self.timeout_s = timeout_s
+        self.where = where
+        self.reason = reason
+        super().__init__(
+            f"rank {rank}, {where}: another rank did not answer within trainer.distributed_timeout_s = "
+            f"{timeout_s:g} s ({reason}); look for a stalled or crashed rank in its log (a hung data read, "
+            f"out of memory), or raise distributed_timeout_s if a step really takes that long"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_timeout_error, (self.rank, self.timeout_s, self.where, self.reason))
+
+
+def _rebuild_timeout_error(rank: int, timeout_s: float, where: str, reason: str) -> DistributedTimeoutError:
+    return DistributedTimeoutError(rank=rank, timeout_s=timeout_s, where=where, reason=reason)
+
+
 class TrainingSpecError(ConfigError):
     """A training declaration is missing, malformed, or refuses training.
 
@@ -112,6 +141,7 @@ class ResumeMismatchError(TrainingCheckpointError):
 
 
 __all__ = [
+    "DistributedTimeoutError",
     "ManifestError",
     "ManifestProblem",
     "NonFiniteLossError",

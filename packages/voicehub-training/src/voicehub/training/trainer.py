@@ -16,6 +16,18 @@ of another plan is refused with the differences.
 Strategy: one process, or DistributedDataParallel when started by ``torchrun`` (the module is
 wrapped, each rank reads its slice of every global batch, gradients are averaged, metrics are
 reduced, and only rank 0 writes files, between barriers).
+
+Losses are weighted by item count: every family's loss is a mean over its micro-batch's
+records, so each micro-batch's loss is scaled by its share of the step's records
+(``records on this rank / (records in the step / ranks)``) before the backward pass. DDP's
+gradient average then equals the per-record mean over the whole step, as one process with the
+same global batch computes it, also when a global batch does not split evenly over the ranks or
+the accumulated micro-batches differ in size (for an even split the scale is exactly
+``1 / grad_accumulation_steps``, as before). The reported ``loss`` is the same per-record mean.
+
+A rank that stalls (a hung data read, a dead peer) ends the run after
+``TrainerConfig.distributed_timeout_s`` with :class:`~voicehub.training.errors.DistributedTimeoutError`
+on the ranks still running, instead of torch's default wait of 30 minutes.
 """
 
 from __future__ import annotations
@@ -56,7 +68,13 @@ RNG_FILE = "rng.pt"
 STATE_FILE = "trainer_state.json"
 CHECKPOINT_DIR = "checkpoints"
 
-_NOT_PLAN = ("eval_every_steps", "checkpoint_every_steps", "checkpoint_at_end", "keep_checkpoints")
+_NOT_PLAN = (
+    "eval_every_steps",
+    "checkpoint_every_steps",
+    "checkpoint_at_end",
+    "keep_checkpoints",
+    "distributed_timeout_s",
+)
 """Settings a resumed run may change (they do not alter the trajectory)."""
 
 
@@ -92,6 +110,10 @@ class TrainerConfig(Config):
             records and the value; ``skip`` drops the step's gradients and goes on (the step
             counts, the weights and the optimizer state stay as they were). Either way nothing
             non-finite is applied or checkpointed.
+        distributed_timeout_s: seconds a rank waits for the others in a collective operation
+            (the process group's timeout; DDP only) before the run ends with
+            :class:`~voicehub.training.errors.DistributedTimeoutError` (torch's default is 30
+            minutes). Raise it for steps that take longer, or for a slow first step.
     """
 
     config_type: ClassVar[str] = "trainer"
@@ -116,6 +138,7 @@ class TrainerConfig(Config):
     precision: Literal["float32", "bfloat16", "float16", "fp16"] = "float32"
     initial_loss_scale: float = 65536.0
     non_finite_loss: Literal["stop", "skip"] = "stop"
+    distributed_timeout_s: float = 300.0
 
     def validate(self) -> None:
         """Check ranges.
@@ -140,6 +163,12 @@ class TrainerConfig(Config):
             raise ConfigError(
                 f"trainer.initial_loss_scale: expected a finite value > 0, got {self.initial_loss_scale}",
                 key="initial_loss_scale",
+            )
+        if not 0 < self.distributed_timeout_s < math.inf:
+            raise ConfigError(
+                f"trainer.distributed_timeout_s: expected a finite number of seconds > 0, got "
+                f"{self.distributed_timeout_s}",
+                key="distributed_timeout_s",
             )
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ConfigError(
@@ -337,9 +366,10 @@ class Trainer:
             ResumeMismatchError: for a checkpoint written with another plan.
             TrainingError: for ``resume=False`` on a directory with checkpoints.
         """
-        self.dist = DistributedContext.from_environment(device=self.device)
+        self.dist = DistributedContext.from_environment(device=self.device, timeout_s=self.config.distributed_timeout_s)
         try:
-            return self._fit(resume=resume)
+            with self.dist.stall_guard(self.config.distributed_timeout_s, where=lambda: f"step {self.state.step + 1}"):
+                return self._fit(resume=resume)
         finally:
             self.dist.close()
 
@@ -381,28 +411,35 @@ class Trainer:
         for callback in self.callbacks:
             callback.on_train_start(self)
         metrics: Metrics = {}
-        batches = sampler.batches(self.state.epoch)
+        batches = sampler.global_batches(self.state.epoch)
+        world_size = self.dist.world_size
         while self.state.step < config.max_steps and self._stop_reason is None:
-            loss_sum = 0.0
-            step_batches: list[tuple[list[int], float]] = []
-            for micro in range(config.grad_accumulation_steps):
+            micro_batches: list[list[int]] = []  # the step's global batches: every rank knows their sizes
+            for _ in range(config.grad_accumulation_steps):
                 if self.state.batch_index >= len(batches):
                     self.state.epoch += 1
                     self.state.batch_index = 0
-                    batches = sampler.batches(self.state.epoch)
-                indices = batches[self.state.batch_index]
+                    batches = sampler.global_batches(self.state.epoch)
+                micro_batches.append(batches[self.state.batch_index])
                 self.state.batch_index += 1
+            step_records = sum(len(global_batch) for global_batch in micro_batches)
+            loss_sum = 0.0  # sum over this rank's records of their losses
+            step_batches: list[tuple[list[int], float]] = []
+            for micro, global_batch in enumerate(micro_batches):
+                indices = global_batch[self.dist.rank :: world_size]
                 batch = self.adapter.collate([self.train_records[i] for i in indices]).to(self.device)
                 last_micro = micro == config.grad_accumulation_steps - 1
                 sync = contextlib.nullcontext() if last_micro or not self.dist.enabled else model.no_sync()  # type: ignore[operator]
+                # the share of the step this micro-batch's mean stands for; DDP then averages over the ranks
+                share = step_records / (len(indices) * world_size)
                 with sync:
                     with self._autocast():
                         loss = model(batch)["loss"]
-                    scaled = loss / config.grad_accumulation_steps
+                    scaled = loss / share
                     (self._scaler.scale(scaled) if self._scaler is not None else scaled).backward()
-                loss_sum += float(loss.detach())
+                loss_sum += float(loss.detach()) * len(indices)
                 step_batches.append((indices, float(loss.detach())))
-            mean_loss = self.dist.mean(loss_sum / config.grad_accumulation_steps)  # the same on every rank
+            mean_loss = self.dist.sum([loss_sum])[0] / step_records  # per record, the same on every rank
             learning_rate = float(optimizer.param_groups[0]["lr"])
             applied, grad_norm = self._apply_step(optimizer, mean_loss, step_batches)
             with warnings.catch_warnings():  # a skipped step still advances the schedule (torch warns)
