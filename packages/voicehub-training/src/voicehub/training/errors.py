@@ -96,8 +96,14 @@ class ManifestProblem:
         return f"line {self.line}: {self.field}: {self.message}"
 
 
+MAX_SHOWN_PROBLEMS = 50
+"""At most this many problems are written into a :class:`ManifestError`'s message (all are in ``problems``)."""
+
+
 class ManifestError(VoiceHubError, ValueError):
     """A manifest holds bad rows; every one of them is listed (validation does not stop at the first).
+
+    The message shows the first :data:`MAX_SHOWN_PROBLEMS` and says how many more there are.
 
     Attributes:
         path: the manifest file.
@@ -107,7 +113,10 @@ class ManifestError(VoiceHubError, ValueError):
     def __init__(self, path: str | Path, problems: tuple[ManifestProblem, ...]):
         self.path = str(path)
         self.problems = problems
-        shown = "\n  ".join(str(problem) for problem in problems)
+        shown = "\n  ".join(str(problem) for problem in problems[:MAX_SHOWN_PROBLEMS])
+        more = len(problems) - MAX_SHOWN_PROBLEMS
+        if more > 0:
+            shown += f"\n  ... and {more} more problem(s) (ManifestError.problems lists them all)"
         rows = len({problem.line for problem in problems})  # line 0: the file itself, counted as one
         super().__init__(
             f"{self.path}: {len(problems)} problem(s) in {rows} row(s); fix them and run again (nothing was "
@@ -141,6 +150,7 @@ class ResumeMismatchError(TrainingCheckpointError):
 
 
 __all__ = [
+    "MAX_SHOWN_PROBLEMS",
     "DistributedTimeoutError",
     "ManifestError",
     "ManifestProblem",
