@@ -25,6 +25,13 @@ same global batch computes it, also when a global batch does not split evenly ov
 the accumulated micro-batches differ in size (for an even split the scale is exactly
 ``1 / grad_accumulation_steps``, as before). The reported ``loss`` is the same per-record mean.
 
+Data loading: the records of each micro-batch are read and decoded (``adapter.collate``) in
+``data_workers`` torch ``DataLoader`` worker processes, ahead of the step that uses them
+(``prefetch_batches`` per worker), so the training thread runs only the model. The workers get
+the same index lists the loop consumes, in order, from the run's position (epoch, next
+micro-batch), so the batches, and a resumed run, are the same as when decoding on the training
+thread (``data_workers = 0``); a collate error is raised again on the training thread as itself.
+
 A rank that stalls (a hung data read, a dead peer) ends the run after
 ``TrainerConfig.distributed_timeout_s`` with :class:`~voicehub.training.errors.DistributedTimeoutError`
 on the ranks still running, instead of torch's default wait of 30 minutes.
@@ -34,10 +41,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import io
 import math
 import os
+import pickle
 import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -74,6 +83,8 @@ _NOT_PLAN = (
     "checkpoint_at_end",
     "keep_checkpoints",
     "distributed_timeout_s",
+    "data_workers",
+    "prefetch_batches",
 )
 """Settings a resumed run may change (they do not alter the trajectory)."""
 
@@ -110,6 +121,9 @@ class TrainerConfig(Config):
             records and the value; ``skip`` drops the step's gradients and goes on (the step
             counts, the weights and the optimizer state stay as they were). Either way nothing
             non-finite is applied or checkpointed.
+        data_workers: worker processes that read and decode the micro-batches ahead of the step
+            (a torch ``DataLoader``); ``0`` decodes on the training thread.
+        prefetch_batches: micro-batches each data worker prepares ahead.
         distributed_timeout_s: seconds a rank waits for the others in a collective operation
             (the process group's timeout; DDP only) before the run ends with
             :class:`~voicehub.training.errors.DistributedTimeoutError` (torch's default is 30
@@ -139,6 +153,8 @@ class TrainerConfig(Config):
     initial_loss_scale: float = 65536.0
     non_finite_loss: Literal["stop", "skip"] = "stop"
     distributed_timeout_s: float = 300.0
+    data_workers: int = 1
+    prefetch_batches: int = 2
 
     def validate(self) -> None:
         """Check ranges.
@@ -147,11 +163,18 @@ class TrainerConfig(Config):
             ConfigError: naming the field, the allowed range and the value.
         """
         super().validate()
-        positive = ("max_steps", "batch_size", "grad_accumulation_steps", "keep_checkpoints", "bucket_batches")
+        positive = (
+            "max_steps",
+            "batch_size",
+            "grad_accumulation_steps",
+            "keep_checkpoints",
+            "bucket_batches",
+            "prefetch_batches",
+        )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"trainer.{name}: expected >= 1, got {getattr(self, name)}", key=name)
-        for name in ("warmup_steps", "eval_every_steps", "checkpoint_every_steps", "weight_decay"):
+        for name in ("warmup_steps", "eval_every_steps", "checkpoint_every_steps", "weight_decay", "data_workers"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"trainer.{name}: expected >= 0, got {getattr(self, name)}", key=name)
         if not self.learning_rate > 0 or not 0 <= self.adam_beta1 < 1 or not 0 <= self.adam_beta2 < 1:
@@ -256,6 +279,57 @@ def _bytes_writer(data: bytes) -> Callable[[BinaryIO], None]:
         file.write(data)
 
     return write
+
+
+class _Records(torch.utils.data.Dataset[ManifestRecord]):
+    """The training records by index (what a ``DataLoader`` worker hands to ``collate``)."""
+
+    def __init__(self, records: Sequence[ManifestRecord]) -> None:
+        self.records = records
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, index: int) -> ManifestRecord:
+        return self.records[index]
+
+
+class _RankBatches:
+    """This rank's index lists from ``(epoch, batch_index)`` on, epoch after epoch, as the loop consumes them."""
+
+    def __init__(
+        self, sampler: LengthBucketBatchSampler, epoch: int, batch_index: int, dist: DistributedContext
+    ) -> None:
+        self.sampler = sampler
+        self.epoch = epoch
+        self.batch_index = batch_index
+        self.rank = dist.rank
+        self.world_size = dist.world_size
+
+    def __iter__(self) -> Iterator[list[int]]:
+        epoch, first = self.epoch, self.batch_index
+        while True:
+            for global_batch in self.sampler.global_batches(epoch)[first:]:
+                yield global_batch[self.rank :: self.world_size]
+            epoch, first = epoch + 1, 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _CollateFailure:
+    """An error ``collate`` raised in a data worker, carried back to be raised on the training thread."""
+
+    error: BaseException
+
+
+def _collate(adapter: TrainingAdapter, records: list[ManifestRecord]) -> TrainingBatch | _CollateFailure:
+    try:
+        return adapter.collate(records)
+    except Exception as err:  # raised again by the training loop, as itself when it pickles
+        try:
+            pickle.dumps(err)
+        except Exception:
+            return _CollateFailure(TrainingError(f"{type(err).__name__}: {err}"))
+        return _CollateFailure(err)
 
 
 class Trainer:
@@ -410,9 +484,41 @@ class Trainer:
         self.module.train()
         for callback in self.callbacks:
             callback.on_train_start(self)
-        metrics: Metrics = {}
         batches = sampler.global_batches(self.state.epoch)
+        loaded = self._micro_batches(sampler)
+        try:
+            return self._loop(model, optimizer, scheduler, sampler, batches, loaded, resumed_from, last_checkpoint)
+        finally:
+            del loaded  # ends the data workers
+
+    def _micro_batches(self, sampler: LengthBucketBatchSampler) -> Iterator[TrainingBatch | _CollateFailure]:
+        """This rank's collated micro-batches from the run's position on, decoded by the data workers."""
+        from torch.utils.data import DataLoader
+
+        workers = self.config.data_workers
+        loader = DataLoader(
+            _Records(self.train_records),
+            batch_sampler=_RankBatches(sampler, self.state.epoch, self.state.batch_index, self.dist),
+            collate_fn=functools.partial(_collate, self.adapter),
+            num_workers=workers,
+            prefetch_factor=self.config.prefetch_batches if workers else None,
+        )
+        return iter(loader)
+
+    def _loop(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: torch.optim.lr_scheduler.LRScheduler,
+        sampler: LengthBucketBatchSampler,
+        batches: list[list[int]],
+        loaded: Iterator[TrainingBatch | _CollateFailure],
+        resumed_from: int | None,
+        last_checkpoint: Path | None,
+    ) -> TrainResult:
+        config = self.config
         world_size = self.dist.world_size
+        metrics: Metrics = {}
         while self.state.step < config.max_steps and self._stop_reason is None:
             micro_batches: list[list[int]] = []  # the step's global batches: every rank knows their sizes
             for _ in range(config.grad_accumulation_steps):
@@ -427,7 +533,10 @@ class Trainer:
             step_batches: list[tuple[list[int], float]] = []
             for micro, global_batch in enumerate(micro_batches):
                 indices = global_batch[self.dist.rank :: world_size]
-                batch = self.adapter.collate([self.train_records[i] for i in indices]).to(self.device)
+                collated = next(loaded)  # the data workers decode the same index lists, in this order
+                if isinstance(collated, _CollateFailure):
+                    raise collated.error
+                batch = collated.to(self.device)
                 last_micro = micro == config.grad_accumulation_steps - 1
                 sync = contextlib.nullcontext() if last_micro or not self.dist.enabled else model.no_sync()  # type: ignore[operator]
                 # the share of the step this micro-batch's mean stands for; DDP then averages over the ranks
