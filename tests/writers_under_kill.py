@@ -52,6 +52,7 @@ from voicehub.architectures.vits.model import VITSGenerator
 from voicehub.architectures.whisper.checkpoint import export_openai_checkpoint
 from voicehub.architectures.whisper.config import WhisperConfig
 from voicehub.architectures.whisper.model import Whisper
+from voicehub.batch._inputs import input_key
 from voicehub.batch._output import BatchSummary, PartWriter
 from voicehub.cli._outputs import write_destination
 from voicehub.core import save_audio
@@ -170,13 +171,16 @@ _SCHEMA = pa.schema([("path", pa.string()), ("duration_s", pa.float64()), ("erro
 def _batch_part(directory: Path, version: int) -> None:
     writer = PartWriter(directory, _SCHEMA, steps=[{"step": "vad"}], resume=True)
     paths = [f"clip-{version}-{i}.wav" for i in range(2000)]
-    writer.write(pa.table({"path": paths, "duration_s": [1.0] * len(paths), "error": [None] * len(paths)}))
+    keys = {path: input_key(path) for path in paths}  # files that do not exist: keys without fingerprints
+    writer.write(pa.table({"path": paths, "duration_s": [1.0] * len(paths), "error": [None] * len(paths)}), keys)
 
 
 def _batch_summary(directory: Path, version: int) -> None:
     writer = PartWriter(directory, _SCHEMA, steps=[{"step": "vad"}], resume=True)
     fields: dict[str, Any] = {"files": version, "failures": 0, "audio_hours": 1.0, "processed_files": version}
-    fields.update(processed_audio_hours=1.0, skipped_files=0, retried_files=0, wall_s=1.0, startup_s=None)
+    fields.update(
+        processed_audio_hours=1.0, skipped_files=0, retried_files=0, changed_files=0, wall_s=1.0, startup_s=None
+    )
     fields.update(files_per_s=1.0, audio_hours_per_s=1.0, engine="local", workers=1, steps=("vad",))
     writer.write_summary(BatchSummary(output=directory, **fields))
 

@@ -46,11 +46,38 @@ def test_rank_slices_are_disjoint_and_make_the_global_batch() -> None:
             assert sorted(a + b) == sorted(whole)
 
 
+@pytest.mark.parametrize(("count", "num_replicas", "batch_size"), [(11, 2, 3), (13, 2, 3), (13, 3, 2), (7, 3, 2)])
+def test_every_record_is_in_one_batch_per_epoch_whatever_the_ranks(
+    count: int, num_replicas: int, batch_size: int
+) -> None:
+    durations = DURATIONS[:count]
+    ranks = [
+        LengthBucketBatchSampler(durations, batch_size=batch_size, seed=3, num_replicas=num_replicas, rank=r)
+        for r in range(num_replicas)
+    ]
+    for epoch in (0, 1):
+        slices = [sampler.batches(epoch) for sampler in ranks]
+        assert len({len(steps) for steps in slices}) == 1  # every rank takes part in every step
+        assert sorted(i for steps in slices for batch in steps for i in batch) == list(range(count))  # none dropped
+        for step in zip(*slices, strict=True):
+            sizes = [len(batch) for batch in step]
+            assert min(sizes) >= 1 and max(sizes) - min(sizes) <= 1
+    # 13 records in global batches of 6: the last record joins the batch before (7 = 4 + 3), not dropped
+    assert (
+        sorted(len(batch) for batch in ranks[0].global_batches(0))
+        == {(11, 2, 3): [5, 6], (13, 2, 3): [6, 7], (13, 3, 2): [6, 7], (7, 3, 2): [7]}[
+            (count, num_replicas, batch_size)
+        ]
+    )
+
+
 def test_sampler_refuses_bad_sizes() -> None:
     with pytest.raises(TrainingError, match="0 <= rank < num_replicas"):
         LengthBucketBatchSampler(DURATIONS, batch_size=2, num_replicas=2, rank=2)
     with pytest.raises(TrainingError, match="make no complete batch"):
         LengthBucketBatchSampler([1.0, 2.0], batch_size=4, drop_last=True).batches(0)
+    with pytest.raises(TrainingError, match=r"2 records make no complete batch of 3 \(batch_size 1 x 3 ranks\)"):
+        LengthBucketBatchSampler([1.0, 2.0], batch_size=1, num_replicas=3, rank=0).batches(0)
 
 
 def test_pad_waveforms_masks_the_padding() -> None:

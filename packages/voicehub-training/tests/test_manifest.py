@@ -106,7 +106,7 @@ def test_read_manifest_checks_segments_and_unknown_fields(tmp_path: Path) -> Non
         json.dumps({**base, "segments": [{"start_s": 1.0, "end_s": 0.5}]}),
         json.dumps({**base, "segments": [{"start_s": 0.0, "end_s": 1.0}, {"start_s": 0.5, "end_s": 2.0}]}),
         json.dumps({**base, "segments": [[0.0, 1.0]]}),
-        json.dumps({**base, "segments": [], "transcript": "x"}),
+        json.dumps({**base, "segments": [], "speakr": "x"}),  # a typo of a field: refused (other names are ignored)
         json.dumps(base),
     ]
     with pytest.raises(ManifestError) as caught:
@@ -115,9 +115,77 @@ def test_read_manifest_checks_segments_and_unknown_fields(tmp_path: Path) -> Non
         (1, "segments"),
         (2, "segments"),
         (3, "segments"),
-        (4, "transcript"),
+        (4, "speakr"),
         (5, "segments"),
     ]
+    assert "line 4: speakr: unknown field; did you mean 'speaker'?" in str(caught.value)
+
+
+def test_nemo_rows_are_read_their_field_names_mapped_and_other_fields_ignored(tmp_path: Path) -> None:
+    (tmp_path / "clip.wav").symlink_to(CLIP)
+    nemo = {"audio_filepath": "clip.wav", "duration": 2.99, "offset": 0.5, "text": "an ill", "id": "u1", "lang": "en"}
+    (record,) = read_manifest(_write(tmp_path / "nemo.jsonl", [json.dumps({**nemo, "duration": 2.0})]), CONTRACT)
+    assert (record.audio_path, record.offset_s, record.duration_s, record.text) == (
+        tmp_path / "clip.wav",
+        0.5,
+        2.0,
+        "an ill",
+    )
+    both = {**nemo, "duration": 2.0, "audio_path": "clip.wav"}
+    with pytest.raises(ManifestError, match="line 1: audio_filepath: given with 'audio_path', which it stands for"):
+        read_manifest(_write(tmp_path / "both.jsonl", [json.dumps(both)]), CONTRACT)
+
+
+def test_repeated_rows_and_ids_are_reported(tmp_path: Path) -> None:
+    (tmp_path / "clip.wav").symlink_to(CLIP)
+    row = {"audio_path": "clip.wav", "duration_s": 2.99, "text": "he was not an ill disposed young man"}
+    part = {"audio_path": "clip.wav", "offset_s": 1.0, "duration_s": 1.5, "text": "an ill disposed"}
+    lines = [
+        json.dumps({**row, "id": "a"}),
+        json.dumps({**part, "id": "b"}),  # another span of the same file: fine
+        json.dumps({**row, "id": "c"}),  # 3: the audio and span of line 1 again
+        json.dumps({**part, "offset_s": 0.5, "id": "a"}),  # 4: a new span, but line 1's id
+    ]
+    with pytest.raises(ManifestError) as caught:
+        read_manifest(_write(tmp_path / "dup.jsonl", lines), CONTRACT)
+    assert [(p.line, p.field) for p in caught.value.problems] == [(3, "audio_path"), (4, "id")]
+    assert "line 3: audio_path: the same audio and span as line 1 (clip.wav)" in str(caught.value)
+    assert "line 4: id: 'a' also names line 1; ids must be unique" in str(caught.value)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_line_that_is_not_utf8_is_reported_with_every_other_problem(tmp_path: Path, compress: bool) -> None:
+    (tmp_path / "clip.wav").symlink_to(CLIP)
+    good = json.dumps({"audio_path": "clip.wav", "duration_s": 2.99, "text": "he was not"}).encode()
+    latin1 = '{"audio_path": "clip.wav", "duration_s": 2.99, "text": "caf\u00e9"}'.encode("latin-1")  # é as 0xe9
+    data = (
+        b"\n".join(
+            [
+                good,
+                latin1,
+                b"not json",
+                json.dumps({"audio_path": "missing.wav", "duration_s": 1.0, "text": "x"}).encode(),
+            ]
+        )
+        + b"\n"
+    )
+    manifest = tmp_path / "train.jsonl"
+    manifest.write_bytes(gzip.compress(data) if compress else data)
+    with pytest.raises(ManifestError) as caught:
+        read_manifest(manifest, CONTRACT)
+    assert [(p.line, p.field) for p in caught.value.problems] == [(2, "encoding"), (3, "json"), (4, "audio_path")]
+    column = latin1.index(b"\xe9") + 1
+    assert f"line 2: encoding: byte 0xe9 at column {column} is not UTF-8" in str(caught.value)
+
+
+def test_the_message_lists_the_first_problems_and_counts_the_rest(tmp_path: Path) -> None:
+    lines = [json.dumps({"audio_path": f"missing-{i}.wav", "duration_s": 1.0, "text": "x"}) for i in range(60)]
+    with pytest.raises(ManifestError) as caught:
+        read_manifest(_write(tmp_path / "many.jsonl", lines), CONTRACT)
+    message = str(caught.value)
+    assert len(caught.value.problems) == 60 and "60 problem(s) in 60 row(s)" in message
+    assert "line 50: audio_path: missing file" in message and "line 51:" not in message
+    assert message.endswith("... and 10 more problem(s) (ManifestError.problems lists them all)")
 
 
 def test_a_gzip_compressed_manifest_reads_as_the_plain_one_without_lhotse(

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
@@ -386,7 +388,8 @@ def test_a_resumed_job_runs_failed_inputs_again_and_their_new_row_supersedes_the
     )
     assert (again.processed_files, again.skipped_files, again.retried_files) == (1, 1, 1)
     assert (again.files, again.failures) == (2, 0) and started[0][:2] == (2, 1)
-    assert len(list((tmp_path / "out").glob("part-*.parquet"))) == 2  # the error row stays, superseded
+    assert len(list((tmp_path / "out").glob("part-*.parquet"))) == 2  # the error row's part is rewritten without it
+    assert sorted(pd.read_parquet(tmp_path / "out")["error"].isna()) == [True, True]  # superseded rows are dropped
     rows = read_output(tmp_path / "out").to_pylist()
     assert [row["path"] for row in rows] == sorted([clip, str(empty)])  # one row per input: the last written
     assert all(row["error"] is None for row in rows)
@@ -411,3 +414,73 @@ def test_batches_go_longest_first_and_shrink_so_the_workers_finish_together(tmp_
     assert [len(batch) for batch in batches] == [1, 1, 3, 2, 2, *[1] * 8]
     one_worker = plan_batches(paths[:5], batch_size=2, workers=1)  # nothing to balance: full batches
     assert one_worker == [[paths[1], paths[4]], [paths[0], paths[2]], [paths[3]]]
+
+
+def test_resume_keys_files_by_resolved_path_and_content_not_by_the_path_string(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = _cut_corpus(tmp_path / "a" / "clips", 2, seed=0)
+    other = _cut_corpus(tmp_path / "b" / "clips", 2, seed=1)  # the same file names, other audio
+    names = ["clips/clip-000.wav", "clips/clip-001.wav"]
+    output = tmp_path / "out"
+    monkeypatch.chdir(tmp_path / "a")
+    one = map_corpus([*names, *first], ["vad"], output=output, workers=1)  # relative and absolute: run once
+    assert (one.processed_files, one.skipped_files, one.files) == (2, 0, 2)
+    again = map_corpus(first, ["vad"], output=output, workers=1)  # the same files by absolute paths: done
+    assert (again.processed_files, again.skipped_files, again.files) == (0, 2, 2)
+    monkeypatch.chdir(tmp_path / "b")
+    two = map_corpus(names, ["vad"], output=output, workers=1)  # another corpus under the same names: run
+    assert (two.processed_files, two.skipped_files, two.files) == (2, 0, 4)
+    rows = read_output(output).to_pylist()
+    assert [row["path"] for row in rows] == sorted(names * 2)
+    assert {row["resolved_path"] for row in rows} == {os.path.realpath(path) for path in [*first, *other]}
+    for row in rows:  # each row holds its own file's results: the clips' lengths differ between the corpora
+        assert row["duration_s"] == pytest.approx(sf.info(row["resolved_path"]).duration, abs=1e-9)
+    assert rows[0]["duration_s"] != rows[1]["duration_s"]
+
+    size = os.path.getsize(first[0])
+    sf.write(first[0], load_audio(other[1], target_sample_rate=16000).samples, 16000)  # first[0] changes
+    redo = map_corpus(first, ["vad"], output=output, workers=1)
+    assert (redo.processed_files, redo.changed_files, redo.skipped_files, redo.files) == (1, 1, 1, 4)
+    changed = [row for row in read_output(output).to_pylist() if row["resolved_path"] == os.path.realpath(first[0])]
+    assert [row["fingerprint"]["size_bytes"] for row in changed] == [os.path.getsize(first[0])] != [size]
+    assert changed[0]["duration_s"] == pytest.approx(sf.info(other[1]).duration, abs=1e-9)
+    written = json.loads((output / SUMMARY_FILE_NAME).read_text())
+    assert (written["files"], written["changed_files"], written["schema_version"]) == (4, 1, 2)
+
+
+def test_the_output_directory_reads_with_pandas_and_pyarrow_one_row_per_file(tmp_path: Path) -> None:
+    clips = _cut_corpus(tmp_path / "clips", 3)
+    output = tmp_path / "out"
+    map_corpus(clips[:2], ["vad"], output=output, workers=1, batch_size=1)
+    Path(clips[0]).write_bytes(b"")  # changed: its first row is superseded by the next run's error row
+    map_corpus(clips, ["vad"], output=output, workers=1, batch_size=1)
+    assert (output / SUMMARY_FILE_NAME).is_file() and SUMMARY_FILE_NAME.startswith("_")
+    frame = pd.read_parquet(output)
+    assert sorted(frame["path"]) == clips  # the first part only held the superseded row: removed
+    assert frame.set_index("path").loc[clips[0], "error"].startswith("read:")
+    assert frame["error"].isna().sum() == 2
+    table = pq.ParquetDataset(output).read()
+    assert sorted(table.column("path").to_pylist()) == clips
+    assert table.column_names == read_output(output).column_names
+
+
+def test_an_output_written_before_rows_were_keyed_by_file_is_read_but_not_resumed(tmp_path: Path) -> None:
+    clip = str(SOURCES[1])
+    map_corpus([clip], ["vad"], output=tmp_path / "new", workers=1)
+    (part,) = (tmp_path / "new").glob("part-*.parquet")
+    old = tmp_path / "old"
+    old.mkdir()
+    table = pq.read_table(part)
+    pq.write_table(table.drop_columns(["resolved_path", "fingerprint"]), old / "part-000000.parquet")
+    (old / "summary.json").write_text("{}")
+    assert (
+        read_output(old).to_pylist()
+        == read_output(tmp_path / "new").drop_columns(["resolved_path", "fingerprint"]).to_pylist()
+    )
+    with pytest.raises(
+        OutputPathError,
+        match=r"part-000000\.parquet was written before batch resume keyed rows by file.*"
+        r"write into a new directory",
+    ):
+        map_corpus([clip], ["vad"], output=old, workers=1)

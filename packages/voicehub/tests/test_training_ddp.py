@@ -80,3 +80,46 @@ def test_two_gloo_ranks_evaluate_every_record_exactly_once(tmp_path: Path) -> No
     # Batches are composed differently (2 rows per rank vs 2 rows in one process), so only float
     # rounding may differ; a dropped or doubled record moves the mean by several percent.
     assert abs(ranks[0]["eval_loss"] - single["eval_loss"]) <= 1e-5 * single["eval_loss"]
+
+
+@pytest.mark.slow
+def test_an_uneven_global_batch_on_two_ranks_equals_one_process(tmp_path: Path) -> None:
+    from voicehub_training_ddp_uneven_run import RECORDS, run
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+        str(HERE / "voicehub_training_ddp_uneven_run.py"), str(tmp_path / "ddp"), "uneven",
+    ]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    distributed_steps = json.loads((tmp_path / "ddp" / "metrics.json").read_text())
+    trainer, single_steps = run(tmp_path / "single", 6)
+    assert RECORDS == 11 and len(single_steps) == 2  # one epoch: global batches of 6 and 5 records (3 + 2 per rank)
+    print("uneven DDP vs one process, per step:", distributed_steps, single_steps)
+    for ddp, one in zip(distributed_steps, single_steps, strict=True):
+        # equal weights per rank would give the 2-record slice 3/2 of its share: the loss and the
+        # gradient norm of that step then move by several percent
+        assert abs(ddp["loss"] - one["loss"]) <= 1e-5 * one["loss"]
+        assert abs(ddp["grad_norm"] - one["grad_norm"]) <= 1e-5 * one["grad_norm"]
+    distributed = torch.load(tmp_path / "ddp/checkpoints/step-00000002/model.pt", weights_only=True)
+    single = trainer.module.state_dict()
+    assert max(float((distributed[name] - single[name]).abs().max()) for name in single) <= TOLERANCE
+
+
+@pytest.mark.slow
+def test_a_stalled_rank_ends_the_run_with_a_named_error_after_the_timeout(tmp_path: Path) -> None:
+    from voicehub_training_ddp_uneven_run import STALL_S, TIMEOUT_S
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+        str(HERE / "voicehub_training_ddp_uneven_run.py"), str(tmp_path / "ddp"), "stall",
+    ]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    waiting = json.loads((tmp_path / "ddp" / "rank0.json").read_text())
+    assert waiting == {"error": "DistributedTimeoutError", "rank": 0, "where": "step 2", "timeout_s": TIMEOUT_S}
+    assert TIMEOUT_S < STALL_S  # rank 0 gave up before rank 1 came back (30 minutes with torch's default)
+    stalled = json.loads((tmp_path / "ddp" / "rank1.json").read_text())
+    assert stalled["error"] == "DistributedTimeoutError"  # its peer is gone when it comes back

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
 import torch
 
 from voicehub import AutoModel
+from voicehub.core.errors import AudioDecodeError
 from voicehub.training import (
     AutoTrainingAdapter,
     EarlyStopping,
     JSONLMetricsLog,
+    ManifestRecord,
     ResumeMismatchError,
     Trainer,
     TrainerCallback,
@@ -20,6 +24,7 @@ from voicehub.training import (
     TrainingError,
     get_training_spec,
 )
+from voicehub.training.adapters.frame_classification import FrameClassificationAdapter
 from voicehub.training.callbacks import Metrics
 from voicehub_training_data import vad_records
 
@@ -93,3 +98,42 @@ def test_metrics_log_and_early_stopping(tmp_path: Path) -> None:
     assert [(row["event"], row["step"]) for row in rows] == [("step", 1), ("evaluate", 1), ("step", 2), ("evaluate", 2)]
     assert rows[0]["learning_rate"] == pytest.approx(1e-3 / 2)  # warm-up: (0 + 1) / (1 + 1)
     assert all(row["loss"] > 0 for row in rows if row["event"] == "step")
+
+
+def test_micro_batches_are_decoded_in_data_workers_and_train_the_same_tensors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded_by = tmp_path / "pids"
+    collate = FrameClassificationAdapter.collate
+
+    def recording(self: FrameClassificationAdapter, records: list[ManifestRecord]) -> object:
+        with decoded_by.open("a") as file:  # the workers are processes: they report through a file
+            file.write(f"{os.getpid()}\n")
+        return collate(self, records)
+
+    monkeypatch.setattr(FrameClassificationAdapter, "collate", recording)
+    records = vad_records(6)
+    tensors = {}
+    for workers in (1, 0):
+        model = AutoModel.from_pretrained(model_type="vad_silero")
+        adapter = AutoTrainingAdapter.from_host(model, get_training_spec("vad_silero"), records=records)
+        config = dataclasses.replace(CONFIG, data_workers=workers)
+        trainer = Trainer(adapter, config, train_records=records, output_dir=tmp_path / f"workers-{workers}")
+        trainer.fit()
+        pids = set(decoded_by.read_text().split())
+        decoded_by.unlink()
+        # with a worker, not one micro-batch was decoded by the training process; without, all were
+        assert (str(os.getpid()) in pids) == (workers == 0) and len(pids) == 1
+        tensors[workers] = _tensors(trainer)
+    assert tensors[0].keys() == tensors[1].keys()
+    assert all(torch.equal(tensors[0][name], tensors[1][name]) for name in tensors[0])  # bit for bit
+
+
+def test_a_record_that_fails_to_decode_in_a_data_worker_raises_its_own_error(tmp_path: Path) -> None:
+    records = vad_records(4)
+    records[1] = dataclasses.replace(records[1], audio_path=tmp_path / "gone.wav")  # removed after validation
+    model = AutoModel.from_pretrained(model_type="vad_silero")
+    adapter = AutoTrainingAdapter.from_host(model, get_training_spec("vad_silero"), records=records)
+    trainer = Trainer(adapter, CONFIG, train_records=records, output_dir=tmp_path / "run")
+    with pytest.raises(AudioDecodeError, match=r"gone\.wav"):  # as on the training thread, not a worker traceback
+        trainer.fit()

@@ -83,6 +83,29 @@ class BatchResumeMismatchError(BatchInputError):
         return (type(self), (self.output, self.differences))
 
 
+class BatchEngineUnreachableError(VoiceHubError, ConnectionError):
+    """The Ray cluster a corpus job was pointed at (``address``) cannot be reached.
+
+    Raised before any work, within :data:`voicehub.batch._ray.RAY_CONNECT_TIMEOUT_S` seconds
+    (Ray itself would retry for ever); the command line exits with status 3.
+
+    Attributes:
+        address: the address as given (``"auto"``, ``"HOST:PORT"``, ``"ray://HOST:PORT"``).
+        reason: what failed (the connection error, or Ray's message).
+    """
+
+    def __init__(self, address: str, reason: str) -> None:
+        self.address = address
+        self.reason = reason
+        super().__init__(
+            f"ray cluster at {address!r} cannot be reached ({reason}); start it (ray start --head) or give the "
+            f"address of a running one (HOST:6379, ray://HOST:10001, or auto for the one `ray start` runs here)"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.address, self.reason))
+
+
 class BatchItemError(VoiceHubError, RuntimeError):
     """A file failed in a corpus job run with ``on_error="raise"``.
 
@@ -92,6 +115,7 @@ class BatchItemError(VoiceHubError, RuntimeError):
 
 
 __all__ = [
+    "BatchEngineUnreachableError",
     "BatchInputError",
     "BatchItemError",
     "BatchResumeMismatchError",

@@ -13,6 +13,7 @@ from voicehub.training.batching import AudioBatch, LengthBucketBatchSampler, col
 from voicehub.training.callbacks import EarlyStopping, JSONLMetricsLog, ProgressBar, TrainerCallback
 from voicehub.training.checkpoints import Checkpoint, CheckpointStore
 from voicehub.training.errors import (
+    DistributedTimeoutError,
     ManifestError,
     ManifestProblem,
     NonFiniteLossError,
@@ -34,6 +35,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointStore",
     "DataContract",
+    "DistributedTimeoutError",
     "EarlyStopping",
     "JSONLMetricsLog",
     "LengthBucketBatchSampler",

@@ -5,6 +5,9 @@ little of each batch is padding) in an order fixed by ``(seed, epoch)`` alone, s
 sees exactly the batches an uninterrupted one would. Under data parallelism each global batch
 (``batch_size * num_replicas`` items) is cut into one slice per rank (the distributed-sampler
 contract: disjoint, same number of batches on every rank, reshuffled by :meth:`set_epoch`).
+Every record is in exactly one batch per epoch (unless ``drop_last``): a last global batch too
+small to give every rank a record joins the one before it, so slices may differ in size by one
+and the Trainer weights each rank's loss by its record count.
 
 :func:`collate_audio` loads and pads a batch of records into an :class:`AudioBatch`.
 """
@@ -92,12 +95,14 @@ class LengthBucketBatchSampler:
             batches.extend(sorted_pool[i : i + size] for i in range(0, len(sorted_pool), size))
         if self.drop_last:
             batches = [batch for batch in batches if len(batch) == size]
-        if self.num_replicas > 1:  # every rank must get an item of every step
-            batches = [batch for batch in batches if len(batch) >= self.num_replicas]
+        if len(batches) > 1 and len(batches[-1]) < self.num_replicas:
+            # every rank needs an item of every step: the few records left join the batch before
+            # (its ranks then take one more record each; the Trainer weights losses by count)
+            batches[-2:] = [batches[-2] + batches[-1]]
         if self.shuffle:
             batch_order = torch.randperm(len(batches), generator=generator).tolist()
             batches = [batches[i] for i in batch_order]
-        if not batches:
+        if not batches or len(batches[0]) < self.num_replicas:
             raise TrainingError(
                 f"sampler: {count} records make no complete batch of {size} (batch_size {self.batch_size} x "
                 f"{self.num_replicas} ranks); lower batch_size or add records"

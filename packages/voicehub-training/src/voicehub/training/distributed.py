@@ -9,13 +9,20 @@ NCCL when the model lives on a CUDA device). Several machines: the same command 
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import os
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 
-from voicehub.training.errors import TrainingError
+from voicehub.training.errors import DistributedTimeoutError, TrainingError
+
+_PEER_LOST = re.compile(r"timed out|timeout|connection (closed|reset)|broken pipe|peer", re.IGNORECASE)
+"""torch's messages for a collective that a stalled or lost rank never completed (gloo and NCCL)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,11 +50,13 @@ class DistributedContext:
         return self.rank == 0
 
     @classmethod
-    def from_environment(cls, *, device: torch.device) -> DistributedContext:
+    def from_environment(cls, *, device: torch.device, timeout_s: float = 300.0) -> DistributedContext:
         """Use the process group already initialised, else join the one torchrun's environment describes, if any.
 
         Args:
             device: where the model lives; CUDA selects the NCCL backend, anything else gloo.
+            timeout_s: seconds a collective operation waits for the other ranks (the group's
+                ``timeout``); a group a launcher made keeps its own.
 
         Raises:
             TrainingError: when ``WORLD_SIZE`` > 1 but the rendezvous variables are incomplete.
@@ -64,8 +73,24 @@ class DistributedContext:
                 f"(python -m torch.distributed.run --nproc-per-node {world_size} ...)"
             )
         backend = "nccl" if device.type == "cuda" else "gloo"
-        dist.init_process_group(backend=backend)
+        dist.init_process_group(backend=backend, timeout=datetime.timedelta(seconds=timeout_s))
         return cls(rank=dist.get_rank(), world_size=dist.get_world_size(), owns_group=True)
+
+    @contextlib.contextmanager
+    def stall_guard(self, timeout_s: float, *, where: Callable[[], str]) -> Iterator[None]:
+        """Turn torch's error for a collective that timed out (or lost its peer) into :class:`DistributedTimeoutError`.
+
+        Args:
+            timeout_s: the group's timeout, for the message.
+            where: called when it happens, says what the run was doing (``"step 3"``).
+        """
+        try:
+            yield
+        except RuntimeError as err:
+            if not self.enabled or isinstance(err, TrainingError) or not _PEER_LOST.search(str(err)):
+                raise
+            reason = str(err).strip().splitlines()[0][:300]
+            raise DistributedTimeoutError(rank=self.rank, timeout_s=timeout_s, where=where(), reason=reason) from err
 
     def barrier(self) -> None:
         """Wait for every rank (no-op in a single process)."""

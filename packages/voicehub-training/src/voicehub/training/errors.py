@@ -33,6 +33,35 @@ class NonFiniteLossError(TrainingError):
         self.batches = batches
 
 
+class DistributedTimeoutError(TrainingError, TimeoutError):
+    """A DDP rank waited longer than the process-group timeout for the others (a stalled or lost rank).
+
+    Attributes:
+        rank: the rank that gave up waiting.
+        timeout_s: the timeout, in seconds (``TrainerConfig.distributed_timeout_s``).
+        where: what the run was doing (``"step 3"``).
+        reason: torch's message.
+    """
+
+    def __init__(self, *, rank: int, timeout_s: float, where: str, reason: str):
+        self.rank = rank
+        self.timeout_s = timeout_s
+        self.where = where
+        self.reason = reason
+        super().__init__(
+            f"rank {rank}, {where}: another rank did not answer within trainer.distributed_timeout_s = "
+            f"{timeout_s:g} s ({reason}); look for a stalled or crashed rank in its log (a hung data read, "
+            f"out of memory), or raise distributed_timeout_s if a step really takes that long"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_timeout_error, (self.rank, self.timeout_s, self.where, self.reason))
+
+
+def _rebuild_timeout_error(rank: int, timeout_s: float, where: str, reason: str) -> DistributedTimeoutError:
+    return DistributedTimeoutError(rank=rank, timeout_s=timeout_s, where=where, reason=reason)
+
+
 class TrainingSpecError(ConfigError):
     """A training declaration is missing, malformed, or refuses training.
 
@@ -67,8 +96,14 @@ class ManifestProblem:
         return f"line {self.line}: {self.field}: {self.message}"
 
 
+MAX_SHOWN_PROBLEMS = 50
+"""At most this many problems are written into a :class:`ManifestError`'s message (all are in ``problems``)."""
+
+
 class ManifestError(VoiceHubError, ValueError):
     """A manifest holds bad rows; every one of them is listed (validation does not stop at the first).
+
+    The message shows the first :data:`MAX_SHOWN_PROBLEMS` and says how many more there are.
 
     Attributes:
         path: the manifest file.
@@ -78,7 +113,10 @@ class ManifestError(VoiceHubError, ValueError):
     def __init__(self, path: str | Path, problems: tuple[ManifestProblem, ...]):
         self.path = str(path)
         self.problems = problems
-        shown = "\n  ".join(str(problem) for problem in problems)
+        shown = "\n  ".join(str(problem) for problem in problems[:MAX_SHOWN_PROBLEMS])
+        more = len(problems) - MAX_SHOWN_PROBLEMS
+        if more > 0:
+            shown += f"\n  ... and {more} more problem(s) (ManifestError.problems lists them all)"
         rows = len({problem.line for problem in problems})  # line 0: the file itself, counted as one
         super().__init__(
             f"{self.path}: {len(problems)} problem(s) in {rows} row(s); fix them and run again (nothing was "
@@ -112,6 +150,8 @@ class ResumeMismatchError(TrainingCheckpointError):
 
 
 __all__ = [
+    "MAX_SHOWN_PROBLEMS",
+    "DistributedTimeoutError",
     "ManifestError",
     "ManifestProblem",
     "NonFiniteLossError",

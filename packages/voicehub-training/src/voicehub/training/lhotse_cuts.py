@@ -121,9 +121,9 @@ def read_lhotse_cuts(
         "lhotse.serialization", purpose="reading lhotse cut manifests", install_hint=INSTALL_HINT
     )
     file = Path(path)
-    lines = read_manifest_lines(file)
-    records: list[ManifestRecord] = []
     problems: list[ManifestProblem] = []
+    lines = read_manifest_lines(file, problems)
+    records: list[ManifestRecord] = []
     first_line: dict[str, int] = {}  # cut id -> the line that listed it first
     for number, text in enumerate(lines, start=1):
         if not text.strip():

@@ -14,14 +14,23 @@ A row is a JSON object::
   splits); ``recording``: the source recording (several clips cut from one file share it;
   defaults to the audio path); ``segments``: speech regions in seconds (VAD targets).
 
+Rows written for NeMo are read as they are: ``audio_filepath``, ``duration`` and ``offset``
+(seconds, NeMo's names) are taken for ``audio_path``, ``duration_s`` and ``offset_s``
+(:data:`FIELD_ALIASES`), and other fields (``id``, ``lang``, ``pred_text``...) are accepted and
+ignored, except a name one or two letters away from a field this reader uses (``"speakr"``,
+``"duration_ss"``), which is reported as the typo it most likely is.
+
 :func:`read_manifest` checks every row against a :class:`~voicehub.training.spec.DataContract`
 (required fields, the sample rate of every file) and reports *all* bad rows at once, with their
-line numbers, in one :class:`~voicehub.training.errors.ManifestError`. Records are small frozen
+line numbers, in one :class:`~voicehub.training.errors.ManifestError`: also a line that is not
+UTF-8 (its byte and column), and a row that repeats another (the same audio and span, or the
+same ``id``), which would be trained on twice as often. Records are small frozen
 dataclasses with ``to_dict`` / ``from_dict`` (times in seconds), as lhotse's are.
 """
 
 from __future__ import annotations
 
+import difflib
 import gzip
 import math
 import os
@@ -42,6 +51,12 @@ DURATION_TOLERANCE_S = 0.05
 """Largest accepted difference between a row's ``duration_s`` and its file's header, in seconds."""
 
 _KNOWN = tuple(field.value for field in ManifestField)
+
+FIELD_ALIASES = {"audio_filepath": "audio_path", "duration": "duration_s", "offset": "offset_s"}
+"""Other manifests' names (NeMo's) for the fields of this one: taken for them when the row lacks those."""
+
+_ID_FIELDS = ("id", "utt_id", "utterance_id")
+"""Fields that name a row; a value listed twice is reported as a duplicate."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,11 +228,18 @@ def parse_row(
     problems: list[ManifestProblem] = []
     if not isinstance(row, dict):
         return None, [ManifestProblem(line=line, field="json", message=f"expected a JSON object, got {row!r}")]
-    unknown = sorted(set(row) - set(_KNOWN))
-    if unknown:
-        problems.append(
-            ManifestProblem(line=line, field=unknown[0], message=f"unknown field(s) {unknown}; known: {list(_KNOWN)}")
-        )
+    row = _with_aliases(row, line, problems)
+    for name in sorted(set(row) - set(_KNOWN) - set(FIELD_ALIASES)):
+        close = difflib.get_close_matches(name, (*_KNOWN, *FIELD_ALIASES), n=1, cutoff=0.8)
+        if close:  # other fields (id, lang, ...) are the writer's own and are ignored
+            problems.append(
+                ManifestProblem(
+                    line=line,
+                    field=name,
+                    message=f"unknown field; did you mean {close[0]!r}? (fields used: {list(_KNOWN)}; other "
+                    f"names are ignored)",
+                )
+            )
     for field in contract.required_fields:
         if field.value not in row:
             problems.append(ManifestProblem(line=line, field=field.value, message="required by this model, missing"))
@@ -280,6 +302,59 @@ def parse_row(
     return record, problems
 
 
+def _with_aliases(row: dict[str, Any], line: int, problems: list[ManifestProblem]) -> dict[str, Any]:
+    """``row`` with each :data:`FIELD_ALIASES` name renamed to this manifest's (a problem when both are given)."""
+    renamed = dict(row)
+    for alias, field in FIELD_ALIASES.items():
+        if alias not in renamed:
+            continue
+        if field in renamed:
+            problems.append(
+                ManifestProblem(
+                    line=line, field=alias, message=f"given with {field!r}, which it stands for; keep one of the two"
+                )
+            )
+            del renamed[alias]
+        else:
+            renamed[field] = renamed.pop(alias)
+    return renamed
+
+
+def _duplicates(records: Iterable[ManifestRecord], ids: Mapping[int, str]) -> list[ManifestProblem]:
+    """A problem for each record that repeats an earlier one: the same audio and span, or the same id.
+
+    Args:
+        records: the valid records, in file order.
+        ids: the ``id`` (or ``utt_id``, ``utterance_id``) of each line that has one.
+    """
+    problems = []
+    first_span: dict[tuple[Path, float | None, float], int] = {}
+    for record in records:
+        span = (record.audio_path, record.offset_s, record.duration_s)
+        if span in first_span:
+            problems.append(
+                ManifestProblem(
+                    line=record.line,
+                    field="audio_path",
+                    message=f"the same audio and span as line {first_span[span]} ({record.audio_path.name}); a "
+                    f"repeated row is trained on twice as often: remove one, or give each its own offset_s",
+                )
+            )
+        else:
+            first_span[span] = record.line
+    first_id: dict[str, int] = {}
+    for line, name in sorted(ids.items()):
+        if name in first_id:
+            problems.append(
+                ManifestProblem(
+                    line=line, field="id", message=f"{name!r} also names line {first_id[name]}; ids must be unique"
+                )
+            )
+        else:
+            first_id[name] = line
+    return problems
+
+
 GZIP_MAGIC = b"\x1f\x8b"
 """The first two bytes of a gzip stream (RFC 1952, section 2.3.1): how a compressed manifest is told."""
 
@@ -287,6 +362,8 @@ UNREADABLE_FILE_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, zlib.e
 """What reading a manifest file through :func:`open_manifest_text` raises for a file that cannot be
 read: missing or unreadable (``OSError``, also gzip's bad header or CRC), a truncated gzip stream
 (``EOFError``), a corrupt one (``zlib.error``), bytes that are not UTF-8."""
+
+_UNREADABLE_BYTES_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error)
 
 
 def open_manifest_text(file: Path) -> IO[str]:
@@ -301,20 +378,45 @@ def open_manifest_text(file: Path) -> IO[str]:
     return gzip.open(file, "rt", encoding="utf-8") if compressed else file.open(encoding="utf-8")
 
 
-def read_manifest_lines(file: Path) -> list[str]:
-    """The lines of a manifest file, plain or gzip-compressed (:func:`open_manifest_text`).
+def read_manifest_lines(file: Path, problems: list[ManifestProblem] | None = None) -> list[str]:
+    """The lines of a manifest file, plain or gzip-compressed, each decoded as UTF-8 on its own.
+
+    Args:
+        file: the manifest.
+        problems: where a line that is not UTF-8 is reported (its line number, the byte and its
+            column), the line then read as empty, so the caller goes on and reports every other
+            problem too; ``None`` raises at once for such a line.
 
     Raises:
-        ManifestError: when the file cannot be read (missing, unreadable, not UTF-8, a damaged or
-            truncated gzip stream), as one problem on line 0.
+        ManifestError: when the file cannot be read (missing, unreadable, a damaged or truncated
+            gzip stream), as one problem on line 0; for a line that is not UTF-8 when
+            ``problems`` is ``None``.
     """
     try:
-        with open_manifest_text(file) as handle:
-            # Rows end at "\n" only (text mode turns "\r\n" into it): str.splitlines would also cut a
-            # row at U+0085, U+2028 or U+2029, which JSON writers leave unescaped inside strings.
-            return handle.read().split("\n")
-    except UNREADABLE_FILE_ERRORS as err:
+        with file.open("rb") as handle:
+            compressed = handle.read(2) == GZIP_MAGIC
+        with gzip.open(file, "rb") if compressed else file.open("rb") as handle:
+            data = handle.read()
+    except _UNREADABLE_BYTES_ERRORS as err:
         raise ManifestError(file, (ManifestProblem(line=0, field="file", message=f"cannot read: {err}"),)) from err
+    lines = []
+    # Rows end at "\n" only ("\r\n" too): str.splitlines would also cut a row at U+0085, U+2028 or
+    # U+2029, which JSON writers leave unescaped inside strings.
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            lines.append(raw.removesuffix(b"\r").decode("utf-8"))
+        except UnicodeDecodeError as err:
+            problem = ManifestProblem(
+                line=number,
+                field="encoding",
+                message=f"byte 0x{raw[err.start]:02x} at column {err.start + 1} is not UTF-8 ({err.reason}); save "
+                f"the manifest as UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+            )
+            if problems is None:
+                raise ManifestError(file, (problem,)) from err
+            problems.append(problem)
+            lines.append("")
+    return lines
 
 
 def read_manifest(
@@ -336,9 +438,10 @@ def read_manifest(
         The records in file order.
 
     Raises:
-        ManifestError: listing every problem with its line number (bad JSON, unknown or missing
-            fields, missing file, wrong sample rate, empty transcript, non-positive duration, bad
-            segments), or an empty manifest.
+        ManifestError: listing every problem with its line number (a line that is not UTF-8, bad
+            JSON, a field name that looks like a typo of a known one, missing fields, missing file,
+            wrong sample rate, empty transcript, non-positive duration, bad segments, a row that
+            repeats another's audio and span or id), or an empty manifest.
         OptionalDependencyError: for a lhotse manifest without lhotse installed.
     """
     from voicehub.training.lhotse_cuts import is_lhotse_manifest, read_lhotse_cuts  # it builds on this module
@@ -346,10 +449,11 @@ def read_manifest(
     file = Path(path)
     if is_lhotse_manifest(file):
         return read_lhotse_cuts(file, contract, check_audio=check_audio)
-    lines = read_manifest_lines(file)
+    problems: list[ManifestProblem] = []
+    lines = read_manifest_lines(file, problems)
     base = file.parent.resolve()
     records: list[ManifestRecord] = []
-    problems: list[ManifestProblem] = []
+    ids: dict[int, str] = {}
     for number, text in enumerate(lines, start=1):
         if not text.strip():
             continue
@@ -358,10 +462,16 @@ def read_manifest(
         except (StrictJSONError, ValueError) as err:
             problems.append(ManifestProblem(line=number, field="json", message=str(err)))
             continue
+        if isinstance(row, dict):
+            name = next((row[key] for key in _ID_FIELDS if isinstance(row.get(key), (str, int))), None)
+            if name is not None and not isinstance(name, bool):
+                ids[number] = str(name)
         record, row_problems = parse_row(row, line=number, base=base, contract=contract, check_audio=check_audio)
         problems.extend(row_problems)
         if record is not None:
             records.append(record)
+    problems.extend(_duplicates(records, ids))
+    problems.sort(key=lambda problem: problem.line)
     if not records and not problems:
         problems.append(ManifestProblem(line=0, field="file", message="holds no rows"))
     if problems:
@@ -384,6 +494,7 @@ def write_manifest(records: Iterable[ManifestRecord], path: str | os.PathLike[st
 
 __all__ = [
     "DURATION_TOLERANCE_S",
+    "FIELD_ALIASES",
     "GZIP_MAGIC",
     "UNREADABLE_FILE_ERRORS",
     "ManifestRecord",

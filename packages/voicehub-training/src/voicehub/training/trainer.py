@@ -16,16 +16,37 @@ of another plan is refused with the differences.
 Strategy: one process, or DistributedDataParallel when started by ``torchrun`` (the module is
 wrapped, each rank reads its slice of every global batch, gradients are averaged, metrics are
 reduced, and only rank 0 writes files, between barriers).
+
+Losses are weighted by item count: every family's loss is a mean over its micro-batch's
+records, so each micro-batch's loss is scaled by its share of the step's records
+(``records on this rank / (records in the step / ranks)``) before the backward pass. DDP's
+gradient average then equals the per-record mean over the whole step, as one process with the
+same global batch computes it, also when a global batch does not split evenly over the ranks or
+the accumulated micro-batches differ in size (for an even split the scale is exactly
+``1 / grad_accumulation_steps``, as before). The reported ``loss`` is the same per-record mean.
+
+Data loading: the records of each micro-batch are read and decoded (``adapter.collate``) in
+``data_workers`` torch ``DataLoader`` worker processes, ahead of the step that uses them
+(``prefetch_batches`` per worker), so the training thread runs only the model. The workers get
+the same index lists the loop consumes, in order, from the run's position (epoch, next
+micro-batch), so the batches, and a resumed run, are the same as when decoding on the training
+thread (``data_workers = 0``); a collate error is raised again on the training thread as itself.
+
+A rank that stalls (a hung data read, a dead peer) ends the run after
+``TrainerConfig.distributed_timeout_s`` with :class:`~voicehub.training.errors.DistributedTimeoutError`
+on the ranks still running, instead of torch's default wait of 30 minutes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import io
 import math
 import os
+import pickle
 import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -56,7 +77,15 @@ RNG_FILE = "rng.pt"
 STATE_FILE = "trainer_state.json"
 CHECKPOINT_DIR = "checkpoints"
 
-_NOT_PLAN = ("eval_every_steps", "checkpoint_every_steps", "checkpoint_at_end", "keep_checkpoints")
+_NOT_PLAN = (
+    "eval_every_steps",
+    "checkpoint_every_steps",
+    "checkpoint_at_end",
+    "keep_checkpoints",
+    "distributed_timeout_s",
+    "data_workers",
+    "prefetch_batches",
+)
 """Settings a resumed run may change (they do not alter the trajectory)."""
 
 
@@ -92,6 +121,13 @@ class TrainerConfig(Config):
             records and the value; ``skip`` drops the step's gradients and goes on (the step
             counts, the weights and the optimizer state stay as they were). Either way nothing
             non-finite is applied or checkpointed.
+        data_workers: worker processes that read and decode the micro-batches ahead of the step
+            (a torch ``DataLoader``); ``0`` decodes on the training thread.
+        prefetch_batches: micro-batches each data worker prepares ahead.
+        distributed_timeout_s: seconds a rank waits for the others in a collective operation
+            (the process group's timeout; DDP only) before the run ends with
+            :class:`~voicehub.training.errors.DistributedTimeoutError` (torch's default is 30
+            minutes). Raise it for steps that take longer, or for a slow first step.
     """
 
     config_type: ClassVar[str] = "trainer"
@@ -116,6 +152,9 @@ class TrainerConfig(Config):
     precision: Literal["float32", "bfloat16", "float16", "fp16"] = "float32"
     initial_loss_scale: float = 65536.0
     non_finite_loss: Literal["stop", "skip"] = "stop"
+    distributed_timeout_s: float = 300.0
+    data_workers: int = 1
+    prefetch_batches: int = 2
 
     def validate(self) -> None:
         """Check ranges.
@@ -124,11 +163,18 @@ class TrainerConfig(Config):
             ConfigError: naming the field, the allowed range and the value.
         """
         super().validate()
-        positive = ("max_steps", "batch_size", "grad_accumulation_steps", "keep_checkpoints", "bucket_batches")
+        positive = (
+            "max_steps",
+            "batch_size",
+            "grad_accumulation_steps",
+            "keep_checkpoints",
+            "bucket_batches",
+            "prefetch_batches",
+        )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"trainer.{name}: expected >= 1, got {getattr(self, name)}", key=name)
-        for name in ("warmup_steps", "eval_every_steps", "checkpoint_every_steps", "weight_decay"):
+        for name in ("warmup_steps", "eval_every_steps", "checkpoint_every_steps", "weight_decay", "data_workers"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"trainer.{name}: expected >= 0, got {getattr(self, name)}", key=name)
         if not self.learning_rate > 0 or not 0 <= self.adam_beta1 < 1 or not 0 <= self.adam_beta2 < 1:
@@ -140,6 +186,12 @@ class TrainerConfig(Config):
             raise ConfigError(
                 f"trainer.initial_loss_scale: expected a finite value > 0, got {self.initial_loss_scale}",
                 key="initial_loss_scale",
+            )
+        if not 0 < self.distributed_timeout_s < math.inf:
+            raise ConfigError(
+                f"trainer.distributed_timeout_s: expected a finite number of seconds > 0, got "
+                f"{self.distributed_timeout_s}",
+                key="distributed_timeout_s",
             )
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ConfigError(
@@ -227,6 +279,57 @@ def _bytes_writer(data: bytes) -> Callable[[BinaryIO], None]:
         file.write(data)
 
     return write
+
+
+class _Records(torch.utils.data.Dataset[ManifestRecord]):
+    """The training records by index (what a ``DataLoader`` worker hands to ``collate``)."""
+
+    def __init__(self, records: Sequence[ManifestRecord]) -> None:
+        self.records = records
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, index: int) -> ManifestRecord:
+        return self.records[index]
+
+
+class _RankBatches:
+    """This rank's index lists from ``(epoch, batch_index)`` on, epoch after epoch, as the loop consumes them."""
+
+    def __init__(
+        self, sampler: LengthBucketBatchSampler, epoch: int, batch_index: int, dist: DistributedContext
+    ) -> None:
+        self.sampler = sampler
+        self.epoch = epoch
+        self.batch_index = batch_index
+        self.rank = dist.rank
+        self.world_size = dist.world_size
+
+    def __iter__(self) -> Iterator[list[int]]:
+        epoch, first = self.epoch, self.batch_index
+        while True:
+            for global_batch in self.sampler.global_batches(epoch)[first:]:
+                yield global_batch[self.rank :: self.world_size]
+            epoch, first = epoch + 1, 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _CollateFailure:
+    """An error ``collate`` raised in a data worker, carried back to be raised on the training thread."""
+
+    error: BaseException
+
+
+def _collate(adapter: TrainingAdapter, records: list[ManifestRecord]) -> TrainingBatch | _CollateFailure:
+    try:
+        return adapter.collate(records)
+    except Exception as err:  # raised again by the training loop, as itself when it pickles
+        try:
+            pickle.dumps(err)
+        except Exception:
+            return _CollateFailure(TrainingError(f"{type(err).__name__}: {err}"))
+        return _CollateFailure(err)
 
 
 class Trainer:
@@ -337,9 +440,10 @@ class Trainer:
             ResumeMismatchError: for a checkpoint written with another plan.
             TrainingError: for ``resume=False`` on a directory with checkpoints.
         """
-        self.dist = DistributedContext.from_environment(device=self.device)
+        self.dist = DistributedContext.from_environment(device=self.device, timeout_s=self.config.distributed_timeout_s)
         try:
-            return self._fit(resume=resume)
+            with self.dist.stall_guard(self.config.distributed_timeout_s, where=lambda: f"step {self.state.step + 1}"):
+                return self._fit(resume=resume)
         finally:
             self.dist.close()
 
@@ -380,29 +484,71 @@ class Trainer:
         self.module.train()
         for callback in self.callbacks:
             callback.on_train_start(self)
+        batches = sampler.global_batches(self.state.epoch)
+        loaded = self._micro_batches(sampler)
+        try:
+            return self._loop(model, optimizer, scheduler, sampler, batches, loaded, resumed_from, last_checkpoint)
+        finally:
+            del loaded  # ends the data workers
+
+    def _micro_batches(self, sampler: LengthBucketBatchSampler) -> Iterator[TrainingBatch | _CollateFailure]:
+        """This rank's collated micro-batches from the run's position on, decoded by the data workers."""
+        from torch.utils.data import DataLoader
+
+        workers = self.config.data_workers
+        loader = DataLoader(
+            _Records(self.train_records),
+            batch_sampler=_RankBatches(sampler, self.state.epoch, self.state.batch_index, self.dist),
+            collate_fn=functools.partial(_collate, self.adapter),
+            num_workers=workers,
+            prefetch_factor=self.config.prefetch_batches if workers else None,
+        )
+        return iter(loader)
+
+    def _loop(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: torch.optim.lr_scheduler.LRScheduler,
+        sampler: LengthBucketBatchSampler,
+        batches: list[list[int]],
+        loaded: Iterator[TrainingBatch | _CollateFailure],
+        resumed_from: int | None,
+        last_checkpoint: Path | None,
+    ) -> TrainResult:
+        config = self.config
+        world_size = self.dist.world_size
         metrics: Metrics = {}
-        batches = sampler.batches(self.state.epoch)
         while self.state.step < config.max_steps and self._stop_reason is None:
-            loss_sum = 0.0
-            step_batches: list[tuple[list[int], float]] = []
-            for micro in range(config.grad_accumulation_steps):
+            micro_batches: list[list[int]] = []  # the step's global batches: every rank knows their sizes
+            for _ in range(config.grad_accumulation_steps):
                 if self.state.batch_index >= len(batches):
                     self.state.epoch += 1
                     self.state.batch_index = 0
-                    batches = sampler.batches(self.state.epoch)
-                indices = batches[self.state.batch_index]
+                    batches = sampler.global_batches(self.state.epoch)
+                micro_batches.append(batches[self.state.batch_index])
                 self.state.batch_index += 1
-                batch = self.adapter.collate([self.train_records[i] for i in indices]).to(self.device)
+            step_records = sum(len(global_batch) for global_batch in micro_batches)
+            loss_sum = 0.0  # sum over this rank's records of their losses
+            step_batches: list[tuple[list[int], float]] = []
+            for micro, global_batch in enumerate(micro_batches):
+                indices = global_batch[self.dist.rank :: world_size]
+                collated = next(loaded)  # the data workers decode the same index lists, in this order
+                if isinstance(collated, _CollateFailure):
+                    raise collated.error
+                batch = collated.to(self.device)
                 last_micro = micro == config.grad_accumulation_steps - 1
                 sync = contextlib.nullcontext() if last_micro or not self.dist.enabled else model.no_sync()  # type: ignore[operator]
+                # the share of the step this micro-batch's mean stands for; DDP then averages over the ranks
+                share = step_records / (len(indices) * world_size)
                 with sync:
                     with self._autocast():
                         loss = model(batch)["loss"]
-                    scaled = loss / config.grad_accumulation_steps
+                    scaled = loss / share
                     (self._scaler.scale(scaled) if self._scaler is not None else scaled).backward()
-                loss_sum += float(loss.detach())
+                loss_sum += float(loss.detach()) * len(indices)
                 step_batches.append((indices, float(loss.detach())))
-            mean_loss = self.dist.mean(loss_sum / config.grad_accumulation_steps)  # the same on every rank
+            mean_loss = self.dist.sum([loss_sum])[0] / step_records  # per record, the same on every rank
             learning_rate = float(optimizer.param_groups[0]["lr"])
             applied, grad_norm = self._apply_step(optimizer, mean_loss, step_batches)
             with warnings.catch_warnings():  # a skipped step still advances the schedule (torch warns)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 from collections.abc import Sequence
@@ -17,6 +19,63 @@ MANIFEST_SUFFIXES = (".jsonl", ".ndjson")
 """A file with one of these suffixes is a JSONL manifest: one object a line with ``path`` (or ``audio_filepath``)."""
 
 _MANIFEST_KEYS = ("path", "audio_filepath")
+
+FINGERPRINT_BLOCK_BYTES = 65536
+"""The fingerprint hashes this many bytes at the start and at the end of a file (64 KiB each)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class FileFingerprint:
+    """What a file held when a job read it: cheap to take, and changed by any usual edit.
+
+    Attributes:
+        size_bytes: the file's size in bytes.
+        mtime_ns: its modification time, in nanoseconds since the epoch (``os.stat``).
+        blocks_blake2b: hex BLAKE2b (16-byte digest) of its first and last
+            :data:`FINGERPRINT_BLOCK_BYTES` bytes (the whole file when it is smaller than two blocks).
+    """
+
+    size_bytes: int
+    mtime_ns: int
+    blocks_blake2b: str
+
+    def to_dict(self) -> dict[str, object]:
+        """The fingerprint as the ``fingerprint`` column's struct value."""
+        return {"size_bytes": self.size_bytes, "mtime_ns": self.mtime_ns, "blocks_blake2b": self.blocks_blake2b}
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class InputKey:
+    """What identifies an input across runs: where the file is and what it held.
+
+    Two paths that name the same file (relative and absolute, through a symbolic link) have the
+    same ``resolved_path``; another file under the same name, or the same file changed, has
+    another ``fingerprint``.
+
+    Attributes:
+        resolved_path: the absolute path, symbolic links resolved (``os.path.realpath``).
+        fingerprint: ``None`` when the file cannot be opened (missing, a directory, no permission).
+    """
+
+    resolved_path: str
+    fingerprint: FileFingerprint | None
+
+
+def input_key(path: str) -> InputKey:
+    """The key of ``path`` now: its resolved path and fingerprint (two reads of 64 KiB at most)."""
+    resolved = os.path.realpath(path)
+    try:
+        with open(resolved, "rb") as file:
+            stat = os.fstat(file.fileno())
+            digest = hashlib.blake2b(digest_size=16)
+            digest.update(file.read(FINGERPRINT_BLOCK_BYTES))
+            if stat.st_size > FINGERPRINT_BLOCK_BYTES:
+                file.seek(max(FINGERPRINT_BLOCK_BYTES, stat.st_size - FINGERPRINT_BLOCK_BYTES))
+                digest.update(file.read(FINGERPRINT_BLOCK_BYTES))
+    except OSError:  # missing or unreadable: the job records the error in its row
+        return InputKey(resolved_path=resolved, fingerprint=None)
+    fingerprint = FileFingerprint(size_bytes=stat.st_size, mtime_ns=stat.st_mtime_ns, blocks_blake2b=digest.hexdigest())
+    return InputKey(resolved_path=resolved, fingerprint=fingerprint)
 
 
 def _relative_to(base: Path, entry: str) -> str:
@@ -96,4 +155,12 @@ def expand_inputs(inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[st
     return unique
 
 
-__all__ = ["MANIFEST_SUFFIXES", "PATH_LIST_SUFFIXES", "expand_inputs"]
+__all__ = [
+    "FINGERPRINT_BLOCK_BYTES",
+    "MANIFEST_SUFFIXES",
+    "PATH_LIST_SUFFIXES",
+    "FileFingerprint",
+    "InputKey",
+    "expand_inputs",
+    "input_key",
+]

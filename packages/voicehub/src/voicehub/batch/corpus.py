@@ -11,13 +11,14 @@ plain loop.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from voicehub.batch._inputs import expand_inputs
+from voicehub.batch._inputs import expand_inputs, input_key
 from voicehub.batch._output import BatchSummary, PartWriter
 from voicehub.batch._worker import STEP_TASKS, OnError, Step, describe_steps, output_schema
 from voicehub.core.device import DeviceLike
@@ -132,11 +133,12 @@ def map_corpus(
     resume: bool = True,
     retry_failed: bool = True,
     address: str | None = None,
+    ray_log_level: int = logging.WARNING,
     device: DeviceLike = "cpu",
     progress: ProgressCallback | None = None,
     on_start: StartCallback | None = None,
 ) -> BatchSummary:
-    """Run ``steps`` over every input file; write Parquet parts and ``summary.json`` into ``output``.
+    """Run ``steps`` over every input file; write Parquet parts and ``_summary.json`` into ``output``.
 
     Args:
         inputs: a list of paths, a directory, a text file of paths or a JSONL manifest (see
@@ -159,20 +161,28 @@ def map_corpus(
             ``error`` set and the job goes on; ``"raise"``: the job stops with
             :class:`~voicehub.errors.BatchItemError` (parts already written stay, for ``resume``).
         resume: skip the inputs the parts in ``output`` already hold; with ``False`` an
-            ``output`` that holds parts is refused. The parts record what made them (model type,
-            checkpoint source, config, options, plan per step); resuming with other ones is refused.
+            ``output`` that holds parts is refused. An input is the same when its resolved path
+            (absolute, links resolved) and its fingerprint (size, modification time, a hash of
+            its first and last 64 KiB) are: a file changed since is run again, another file under
+            the same name is run, and two paths naming one file run it once. The parts record
+            what made them (model type, checkpoint source, config, options, plan per step);
+            resuming with other ones is refused.
         retry_failed: with ``resume``, run again the inputs whose row in ``output`` holds an
             error (a file fixed since, a transient failure); the new row supersedes the error
             row (:func:`~voicehub.batch.read_output` gives the last row of each input). ``False``
             skips them like the inputs that succeeded.
-        address: the Ray cluster to join (``"auto"`` for ``ray start``'s); ``ray`` only.
+        address: the Ray cluster to join (``"auto"`` for ``ray start``'s, ``"HOST:6379"``,
+            ``"ray://HOST:10001"``); ``ray`` only. A ``HOST:PORT`` that takes no connection within
+            5 s is refused before any work.
+        ray_log_level: the :mod:`logging` level of Ray's own log while the job runs (its Python
+            loggers; below ``DEBUG`` the driver's C++ log shows fatal errors only); ``ray`` only.
         device: where the step-name steps' default models run.
         progress: called after each written part with its file count and audio seconds.
         on_start: called once before any batch runs with the corpus's file count, the files
             skipped because an earlier run wrote them, and their audio seconds.
 
     Returns:
-        The summary, also written as ``output/summary.json``.
+        The summary, also written as ``output/_summary.json``.
 
     Raises:
         BatchInputError: for bad inputs, steps or settings (before anything runs).
@@ -181,6 +191,7 @@ def map_corpus(
             checkpoints or options than ``steps`` (before anything runs).
         BatchItemError: with ``on_error="raise"``, for the first failing file.
         OptionalDependencyError: for ``engine="ray"`` without Ray installed.
+        BatchEngineUnreachableError: for an ``address`` whose cluster cannot be reached.
         UnpicklableModelError: for a wrapper that cannot travel to a worker as a recipe (loaded
             for training, a tainted plan; see :mod:`voicehub._recipe`), before anything runs.
     """
@@ -205,12 +216,22 @@ def map_corpus(
     for step in resolved:  # what a worker rebuilds it from: refused here, whichever way it reaches the workers
         pickle.dumps(step.model)
     models = describe_steps(resolved)
-    paths = expand_inputs(inputs)
+    if engine == "ray" and address is not None:  # before any work: Ray would retry an unreachable cluster for ever
+        from voicehub.batch._ray import check_reachable
+
+        check_reachable(address)
+    keys = {path: input_key(path) for path in expand_inputs(inputs)}
+    first: dict[str, str] = {}  # one path per file: the first of the paths that name it (relative, absolute, a link)
+    for path, key in keys.items():
+        first.setdefault(key.resolved_path, path)
+    paths = list(first.values())
     writer = PartWriter(output, output_schema(names), steps=models, resume=resume)
-    retried = [path for path in paths if retry_failed and writer.failed(path)]
-    todo = [path for path in paths if not writer.written(path) or (retry_failed and writer.failed(path))]
+    todo = [path for path in paths if not writer.written(keys[path]) or (retry_failed and writer.failed(keys[path]))]
+    retried = [path for path in todo if writer.failed(keys[path])]  # an error row, fixed since or not
+    changed = [path for path in todo if writer.changed(keys[path]) and not writer.failed(keys[path])]
     if on_start is not None:
-        skipped = [path for path in paths if writer.written(path) and not (retry_failed and writer.failed(path))]
+        pending = set(todo)
+        skipped = [keys[path] for path in paths if path not in pending]
         on_start(len(paths), len(skipped), writer.done_seconds(skipped))
     if workers is None:
         workers = max(1, (os.cpu_count() or 1) // cpus_per_worker)
@@ -248,16 +269,18 @@ def map_corpus(
             batch_size=batch_size,
             on_error=on_error,
             address=address,
+            log_level=ray_log_level,
         )
     for table in tables:
         if startup_s is None:
             startup_s = time.perf_counter() - started
-        writer.write(table)
+        writer.write(table, keys)
         seconds = sum(value for value in table.column("duration_s").to_pylist() if value is not None)
         processed_files += table.num_rows
         processed_s += seconds
         if progress is not None:
             progress(table.num_rows, seconds)
+    writer.drop_superseded()
     wall_s = time.perf_counter() - started
     files, failures, audio_hours = writer.totals()
     summary = BatchSummary(
@@ -269,6 +292,7 @@ def map_corpus(
         processed_audio_hours=processed_s / 3600.0,
         skipped_files=len(paths) - len(todo),
         retried_files=len(retried),
+        changed_files=len(changed),
         wall_s=wall_s,
         startup_s=startup_s,
         files_per_s=processed_files / wall_s if wall_s > 0 else 0.0,

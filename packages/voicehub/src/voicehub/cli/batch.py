@@ -1,8 +1,10 @@
 """``voicehub batch vad|embed|transcribe``: a corpus job (:func:`voicehub.batch.map_corpus`) from the command line.
 
 Each subcommand runs one task step over INPUT... on worker processes (``--engine local``) or Ray
-(``--engine ray``), writes Parquet parts and ``summary.json`` into ``--output`` and resumes a
+(``--engine ray``), writes Parquet parts and ``_summary.json`` into ``--output`` and resumes a
 killed job by default. A file that fails becomes a row with its error; the exit status is then 1.
+An ``--address`` whose Ray cluster cannot be reached is a one-line error with exit status
+:data:`EXIT_RAY_UNREACHABLE` (3), told apart from failed files (1) and usage errors (2).
 """
 
 from __future__ import annotations
@@ -20,11 +22,22 @@ from voicehub.cli._inputs import (
     default_model_help,
     expand_audio_inputs,
 )
-from voicehub.cli._options import CommonOptions, common_options
+from voicehub.cli._options import CommonOptions, common_options, verbosity_level
 from voicehub.core.errors import VoiceHubError
+from voicehub.errors import BatchEngineUnreachableError
 
 if TYPE_CHECKING:
     from tqdm import tqdm
+
+EXIT_RAY_UNREACHABLE = 3
+"""The exit status when ``--engine ray --address`` names a cluster that cannot be reached."""
+
+
+class _RayUnreachable(click.ClickException):
+    """The one-line error for an unreachable ``--address``, with its own exit status."""
+
+    exit_code = EXIT_RAY_UNREACHABLE
+
 
 _LIST_HELP = (
     " A .txt/.lst/.list file is read as a list of paths (one a line) and a .jsonl file as a manifest "
@@ -129,7 +142,7 @@ def _make_command(step: str, task_help: str) -> click.Command:
         required=True,
         type=click.Path(file_okay=False, path_type=Path),
         callback=_output_directory,
-        help="Directory for the Parquet parts (part-NNNNNN.parquet) and summary.json.",
+        help="Directory for the Parquet parts (part-NNNNNN.parquet) and _summary.json.",
     )
     @click.option(
         "--model", "model_type", default=None, metavar="MODEL_TYPE", help=f"Default: {default_model_help(task)}."
@@ -164,7 +177,12 @@ def _make_command(step: str, task_help: str) -> click.Command:
         show_default=True,
         help="With --resume, run again the files whose row in --output holds an error; the new row supersedes it.",
     )
-    @click.option("--address", default=None, help="Ray cluster to join (auto: the one `ray start` runs); --engine ray.")
+    @click.option(
+        "--address",
+        default=None,
+        help="Ray cluster to join (auto: the one `ray start` runs; HOST:6379; ray://HOST:10001); --engine ray. "
+        f"Unreachable: exit status {EXIT_RAY_UNREACHABLE}.",
+    )
     @common_options
     def command(
         inputs: tuple[str, ...],
@@ -204,17 +222,20 @@ def _make_command(step: str, task_help: str) -> click.Command:
                     resume=resume,
                     retry_failed=retry_failed,
                     address=address,
+                    ray_log_level=verbosity_level(common.verbosity),
                     progress=bar,
                     on_start=bar.start,
                 )
             finally:
                 bar.close()
+        except BatchEngineUnreachableError as err:
+            raise _RayUnreachable(str(err)) from err
         except VoiceHubError as err:
             raise click.ClickException(str(err)) from err
         click.echo(
             f"{summary.output}: {summary.files} files, {summary.audio_hours:.4f} h of audio, {summary.failures} "
             f"failed; this run: {summary.processed_files} files ({summary.skipped_files} already done, "
-            f"{summary.retried_files} failed before and retried) in "
+            f"{summary.retried_files} failed before and retried, {summary.changed_files} changed since and redone) in "
             f"{summary.wall_s:.1f} s, {summary.files_per_s:.2f} files/s, {summary.audio_hours_per_s * 3600:.1f} s of "
             f"audio per second"
         )
@@ -236,4 +257,4 @@ batch_group.add_command(_make_command("embed", "The speaker embedding"))
 batch_group.add_command(_make_command("transcribe", "The transcript"))
 
 
-__all__ = ["batch_group"]
+__all__ = ["EXIT_RAY_UNREACHABLE", "batch_group"]
