@@ -3,12 +3,18 @@
 The rules follow openai/whisper ``decoding.py`` (MIT) and what faster-whisper passes to
 CTranslate2:
 
-1. The decoder input is ``[<|startofprev|> prompt...] + start sequence [+ <|notimestamps|>]``; the
-   prompt is the last ``text_context // 2 - 1`` tokens of the previous text or initial prompt.
+1. The decoder input is ``[<|startofprev|> hotwords... prompt...] + start sequence [+ <|notimestamps|>]
+   [+ <|0.00|> prefix...]``; the prompt is the last ``text_context // 2 - 1`` tokens of the previous
+   text or initial prompt; hotwords are left out where a prefix is given (faster-whisper's
+   ``get_prompt``). The prefix (with its opening timestamp) is forced: it is part of the result.
 2. The no-speech probability is the probability of ``<|nospeech|>`` right after
    ``<|startoftranscript|>`` at the first step.
-3. At every step: the checkpoint's suppressed tokens and the control tokens (task, start, previous,
-   LM, no-speech) get probability 0; at the first step also the blank and end-of-text.
+3. At every step: a token already in the row's result has its logit divided by
+   ``repetition_penalty`` (multiplied where negative; the CTRL paper's penalty, as CTranslate2
+   applies it); a token that would repeat an n-gram of ``no_repeat_ngram_size`` tokens of the
+   result is forbidden; the suppressed tokens (``suppress_tokens``: ``-1`` stands for the
+   checkpoint's non-speech set) and the control tokens (task, start, previous, LM, no-speech) get
+   probability 0; at the first step also the blank and end-of-text.
 4. With timestamps: ``<|notimestamps|>`` is never sampled; the first token is a timestamp of at
    most ``max_initial_timestamp_s``; timestamps come in pairs (after one timestamp only another
    one or end-of-text... after a pair only text); they never decrease, and a segment is never empty;
@@ -28,6 +34,7 @@ CTranslate2:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import zlib
 from collections.abc import Sequence
@@ -75,6 +82,18 @@ class DecodingOptions:
             ``None``), for callers that want the times and drop the words.
         max_new_tokens: most tokens sampled per window (default ``text_context // 2``).
         seed: seed of the sampler used at temperatures above 0 (results are reproducible).
+        prefix: text the transcript of the first window starts with (forced, kept in the result).
+        hotwords: words to bias recognition toward, given as previous text to every window (not
+            to a window that gets ``prefix``).
+        suppress_tokens: token ids never sampled; ``-1`` stands for the checkpoint's non-speech
+            set (the default, ``(-1,)``); ``()`` suppresses only the control tokens.
+        repetition_penalty: above 1 makes tokens already in the result less likely (1: off).
+        no_repeat_ngram_size: forbid repeating any n-gram of this many tokens (0: off).
+        clip_timestamps: seconds ``start, end, start, end...`` of the stretches of a long input
+            to transcribe with the sequential seek (an odd count runs to the end); ``()``: all.
+        hallucination_silence_threshold: with word timestamps, in the sequential seek, skip a
+            silence longer than this many seconds before a segment that looks like a
+            hallucination (openai-whisper's rule); ``None``: off.
     """
 
     task: Task = "transcribe"
@@ -97,6 +116,13 @@ class DecodingOptions:
     word_probabilities: bool = True
     max_new_tokens: int | None = None
     seed: int = 0
+    prefix: str | None = None
+    hotwords: str | None = None
+    suppress_tokens: tuple[int, ...] = (-1,)
+    repetition_penalty: float = 1.0
+    no_repeat_ngram_size: int = 0
+    clip_timestamps: tuple[float, ...] = ()
+    hallucination_silence_threshold: float | None = None
 
     def __post_init__(self) -> None:
         def positive_int(name: str) -> None:
@@ -142,6 +168,41 @@ class DecodingOptions:
             raise DecodingOptionError(
                 "max_initial_timestamp_s", expected="seconds in [0, 30]", actual=self.max_initial_timestamp_s
             )
+        for name in ("prefix", "hotwords"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise DecodingOptionError(name, expected="text or None", actual=value)
+        if not isinstance(self.suppress_tokens, tuple) or any(
+            isinstance(t, bool) or not isinstance(t, int) or t < -1 for t in self.suppress_tokens
+        ):
+            raise DecodingOptionError(
+                "suppress_tokens", expected="a tuple of token ids (-1: the checkpoint's non-speech set)",
+                actual=self.suppress_tokens,
+            )  # fmt: skip
+        penalty = self.repetition_penalty
+        if isinstance(penalty, bool) or not isinstance(penalty, (int, float)) or not 0 < penalty < math.inf:
+            raise DecodingOptionError("repetition_penalty", expected="a number > 0 (1: off)", actual=penalty)
+        ngram = self.no_repeat_ngram_size
+        if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 0:
+            raise DecodingOptionError("no_repeat_ngram_size", expected="an integer >= 0 (0: off)", actual=ngram)
+        clips = self.clip_timestamps
+        if not isinstance(clips, tuple) or any(
+            isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t < math.inf for t in clips
+        ):
+            raise DecodingOptionError("clip_timestamps", expected="a tuple of seconds >= 0", actual=clips)
+        if any(b < a for a, b in itertools.pairwise(clips)):
+            raise DecodingOptionError("clip_timestamps", expected="seconds in increasing order", actual=clips)
+        threshold = self.hallucination_silence_threshold
+        if threshold is not None:
+            if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < math.inf:
+                raise DecodingOptionError(
+                    "hallucination_silence_threshold", expected="seconds > 0, or None", actual=threshold
+                )
+            if not self.word_timestamps:
+                raise DecodingOptionError(
+                    "hallucination_silence_threshold", expected="None without word timestamps", actual=threshold,
+                    fix="the rule looks at word times: also set word_timestamps=True",
+                )  # fmt: skip
         if self.word_timestamps and self.without_timestamps:
             raise DecodingOptionError(
                 "word_timestamps", expected="False when without_timestamps is True", actual=True,
@@ -265,7 +326,7 @@ class WhisperDecoder:
         self.tokenizer = tokenizer
         self.generation = generation
         special = tokenizer.special
-        control = (
+        self.control = (
             special.transcribe,
             special.translate,
             special.sot,
@@ -273,32 +334,64 @@ class WhisperDecoder:
             special.sot_lm,
             special.no_speech,
         )
-        self.suppress = torch.tensor(sorted(set(generation.suppress_tokens) | set(control)), dtype=torch.long)
+        self._suppressed: dict[tuple[int, ...], Tensor] = {}
         self.begin_suppress = torch.tensor(sorted(set(generation.begin_suppress_tokens)), dtype=torch.long)
 
     # -------------------------------------------------------------------------------------------- prompts
-    def initial_tokens(self, language: str | None, options: DecodingOptions, previous: Sequence[int] = ()) -> list[int]:
+    def initial_tokens(
+        self, language: str | None, options: DecodingOptions, previous: Sequence[int] = (), *, first: bool = False
+    ) -> list[int]:
         """Rule 1: the decoder input for one window.
 
         Args:
             language: the window's language (ignored on English-only checkpoints).
-            options: task and timestamps.
+            options: task, timestamps, hotwords and prefix.
             previous: previous-text tokens (already including the initial prompt, if any).
+            first: whether this is the first window of its input (the one ``options.prefix`` is for).
+
+        Returns:
+            The tokens; the last :meth:`forced_length` of them are the forced prefix.
 
         Raises:
             UnsupportedLanguageError: for a language without a token.
         """
+        limit = self.model.config.text_context // 2 - 1
+        prefix = self.prefix_tokens(options) if first else []
+        hotwords = self.prompt_tokens(options.hotwords)[:limit] if not prefix else []
         tokens: list[int] = []
-        if previous:
-            limit = self.model.config.text_context // 2 - 1
-            tokens = [self.tokenizer.special.sot_prev, *list(previous)[-limit:]]
+        if previous or hotwords:
+            tokens = [self.tokenizer.special.sot_prev, *hotwords, *(list(previous)[-limit:] if previous else [])]
         tokens.extend(self.tokenizer.sot_sequence(language, options.task))
         if options.without_timestamps:
             tokens.append(self.tokenizer.special.no_timestamps)
-        return tokens
+        return tokens + prefix
+
+    def prefix_tokens(self, options: DecodingOptions) -> list[int]:
+        """The forced start of a first window's result: ``<|0.00|>`` (with timestamps) and the prefix text."""
+        if not options.prefix:
+            return []
+        text = self.tokenizer.encode(" " + options.prefix.strip())[: self.model.config.text_context // 2 - 1]
+        return text if options.without_timestamps else [self.tokenizer.special.timestamp_begin, *text]
+
+    def suppressed(self, options: DecodingOptions) -> Tensor:
+        """Rule 3: the token ids never sampled under ``options`` (``-1``: the checkpoint's non-speech set)."""
+        chosen = self._suppressed.get(options.suppress_tokens)
+        if chosen is None:
+            ids = {t for t in options.suppress_tokens if t >= 0}
+            if -1 in options.suppress_tokens:
+                ids |= set(self.generation.suppress_tokens)
+            vocab = self.model.config.vocab_size
+            if any(t >= vocab for t in ids):
+                raise DecodingOptionError(
+                    "suppress_tokens", expected=f"token ids below the vocabulary size {vocab}",
+                    actual=sorted(t for t in ids if t >= vocab),
+                )  # fmt: skip
+            chosen = torch.tensor(sorted(ids | set(self.control)), dtype=torch.long)
+            self._suppressed[options.suppress_tokens] = chosen
+        return chosen
 
     def prompt_tokens(self, text: str | None) -> list[int]:
-        """Tokens of an initial prompt (``" " + text.strip()``), or none."""
+        """Tokens of an initial prompt or hotwords (``" " + text.strip()``), or none."""
         return self.tokenizer.encode(" " + text.strip()) if text else []
 
     # ------------------------------------------------------------------------------------------- language
@@ -333,6 +426,7 @@ class WhisperDecoder:
     def decode(
         self, audio_features: Tensor, initial: Sequence[Sequence[int]], options: DecodingOptions, temperature: float,
         generator: torch.Generator | None = None, cross: Sequence[tuple[Tensor, Tensor]] | None = None,
+        forced: Sequence[int] | None = None,
     ) -> list[DecodingResult]:  # fmt: skip
         """Decode each window once at ``temperature`` (rules 2-5).
 
@@ -341,6 +435,8 @@ class WhisperDecoder:
             cross: the windows' cross-attention keys and values if already computed
                 (``model.decoder.cross_keys_values(audio_features)``), else computed here.
             initial: per window its decoder input (:meth:`initial_tokens`), all of the same length.
+            forced: per window how many of its last input tokens are a forced prefix, which starts
+                its result (default none).
             options: beam size, samples, timestamps and limits.
             temperature: 0 for greedy / beam search, above 0 for sampling ``best_of`` candidates.
             generator: random source for sampling.
@@ -381,7 +477,11 @@ class WhisperDecoder:
         if not options.without_timestamps:
             max_initial = round(options.max_initial_timestamp_s / self.model.config.time_precision_s)
             timestamp_rules = _TimestampRules(self.tokenizer, max_initial)
-        sampled: list[list[int]] = [[] for _ in range(rows)]
+        forced = forced or [0] * windows
+        sampled = [
+            list(initial[row // group][len(initial[row // group]) - forced[row // group] :]) for row in range(rows)
+        ]
+        suppress = self.suppressed(options)
         sum_logprobs = torch.zeros(rows, dtype=torch.float64)
         done = [False] * rows
         active = torch.ones(rows, dtype=torch.bool)  # ``not done``, as a mask for the log-probability sums
@@ -390,11 +490,16 @@ class WhisperDecoder:
         live = list(range(rows))  # the rows still in the decoder state, in its order (all of them for beams)
         step = 0
         while True:
-            logits[:, self.suppress] = -math.inf
+            histories = [sampled[row] for row in live]
+            if options.repetition_penalty != 1.0:
+                penalise_repetitions(logits, histories, options.repetition_penalty)
+            if options.no_repeat_ngram_size:
+                forbid_repeated_ngrams(logits, histories, options.no_repeat_ngram_size)
+            logits[:, suppress] = -math.inf
             if step == 0 and options.suppress_blank:
                 logits[:, self.begin_suppress] = -math.inf
             if timestamp_rules is not None:
-                logprobs = timestamp_rules.apply(logits, [sampled[row] for row in live])
+                logprobs = timestamp_rules.apply(logits, histories)
             else:
                 logprobs = F.log_softmax(logits, dim=-1)
             if beam:
@@ -541,6 +646,7 @@ class WhisperDecoder:
     def decode_with_fallback(
         self, audio_features: Tensor, initial: Sequence[Sequence[int]], options: DecodingOptions,
         generator: torch.Generator | None = None, cross: Sequence[tuple[Tensor, Tensor]] | None = None,
+        forced: Sequence[int] | None = None,
     ) -> list[DecodingResult]:  # fmt: skip
         """Decode each window, falling back to higher temperatures per window (rule 6).
 
@@ -549,6 +655,7 @@ class WhisperDecoder:
             cross: the windows' cross-attention keys and values (``model.decoder.cross_keys_values``),
                 computed here once if not given and reused at every temperature.
             initial: per window its decoder input, all of one length.
+            forced: per window the length of its forced prefix (see :meth:`decode`).
             options: temperatures, thresholds, beam size and samples.
             generator: random source for the sampling temperatures.
 
@@ -568,7 +675,7 @@ class WhisperDecoder:
             subset = cross if len(pending) == windows else [(k[index], v[index]) for k, v in cross]
             results = self.decode(
                 audio_features.index_select(0, index), [initial[i] for i in pending], options, temperature, generator,
-                cross=subset,
+                cross=subset, forced=[forced[i] for i in pending] if forced else None,
             )  # fmt: skip
             still = []
             for window, result in zip(pending, results, strict=True):
@@ -584,6 +691,32 @@ class WhisperDecoder:
             best = max(passing or tried[window], key=lambda r: r.avg_logprob)
             final[window] = dataclasses.replace(best, temperature=tried[window][-1].temperature)
         return [result for result in final if result is not None]
+
+
+def penalise_repetitions(logits: Tensor, histories: Sequence[Sequence[int]], penalty: float) -> None:
+    """Divide the logits (rows, vocab) of each row's earlier tokens by ``penalty``, multiply them where negative.
+
+    The repetition penalty of the CTRL paper (Keskar et al. 2019, eq. 1 with the sign fix that
+    CTranslate2 and Hugging Face apply); in place.
+    """
+    for row, history in enumerate(histories):
+        if history:
+            index = torch.tensor(sorted(set(history)), device=logits.device)
+            values = logits[row, index]
+            logits[row, index] = torch.where(values < 0, values * penalty, values / penalty)
+
+
+def forbid_repeated_ngrams(logits: Tensor, histories: Sequence[Sequence[int]], size: int) -> None:
+    """Set to ``-inf`` each row's tokens that would complete an n-gram of ``size`` tokens already in its history."""
+    for row, history in enumerate(histories):
+        if len(history) < size:
+            continue
+        last = tuple(history[len(history) - size + 1 :]) if size > 1 else ()
+        banned = {
+            history[k + size - 1] for k in range(len(history) - size + 1) if tuple(history[k : k + size - 1]) == last
+        }
+        if banned:
+            logits[row, torch.tensor(sorted(banned), device=logits.device)] = -math.inf
 
 
 def _drop_finished_windows(
@@ -613,4 +746,12 @@ def _drop_finished_windows(
     return [live[p] for p in positions], [next_tokens[p] for p in positions]
 
 
-__all__ = ["DEFAULT_TEMPERATURES", "DecodingOptions", "DecodingResult", "WhisperDecoder", "compression_ratio"]
+__all__ = [
+    "DEFAULT_TEMPERATURES",
+    "DecodingOptions",
+    "DecodingResult",
+    "WhisperDecoder",
+    "compression_ratio",
+    "forbid_repeated_ngrams",
+    "penalise_repetitions",
+]

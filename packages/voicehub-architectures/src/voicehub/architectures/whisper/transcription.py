@@ -32,6 +32,7 @@ from voicehub.architectures.errors import DecodingOptionError
 from voicehub.architectures.whisper.alignment import (
     AlignmentWindow,
     SegmentDraft,
+    WordDraft,
     add_word_timestamps,
     find_alignments,
     place_words,
@@ -371,15 +372,18 @@ class WhisperTranscriber:
         one length; all of them are aligned together when word timestamps are asked for.
         """
         cross = self.model.decoder.cross_keys_values(features)
-        initial = [self.decoder.initial_tokens(w.language, options, w.prompt) for w in windows]
+        initial = [self.decoder.initial_tokens(w.language, options, w.prompt, first=w.seek == 0) for w in windows]
+        prefix_length = len(self.decoder.prefix_tokens(options))
+        forced = [prefix_length if w.seek == 0 else 0 for w in windows]
         by_row: dict[int, DecodingResult] = {}
         for length in sorted({len(tokens) for tokens in initial}):
             rows = [k for k, tokens in enumerate(initial) if len(tokens) == length]
             index = torch.tensor(rows, device=features.device)
             group_cross = cross if len(rows) == len(windows) else [(k[index], v[index]) for k, v in cross]
             decoded = self.decoder.decode_with_fallback(
-                features.index_select(0, index), [initial[k] for k in rows], options, generator, cross=group_cross
-            )
+                features.index_select(0, index), [initial[k] for k in rows], options, generator, cross=group_cross,
+                forced=[forced[k] for k in rows],
+            )  # fmt: skip
             by_row.update(zip(rows, decoded, strict=True))
         results = [by_row[k] for k in range(len(windows))]
         splits = [
@@ -501,41 +505,164 @@ class WhisperTranscriber:
             )
 
         yielded = False
-        while seek < content_frames:
-            window_start_s = seek / FRAMES_PER_SECOND
-            size = min(WINDOW_NUM_FRAMES, content_frames - seek)
-            if seek == 0 and features_first is not None and size == WINDOW_NUM_FRAMES:
-                features = features_first
-            else:
-                features = self._encode(pad_or_trim_frames(mel[..., seek : seek + size]))
-            initial = self.decoder.initial_tokens(language, options, all_tokens[prompt_start:])
-            cross = self.model.decoder.cross_keys_values(features)
-            result = self.decoder.decode_with_fallback(features, [initial], options, generator, cross=cross)[0]
-            if self.decoder.is_silent(result, options):
-                seek += size
+        for clip_start, clip_end in _seek_clips(options.clip_timestamps, content_frames):
+            seek = max(seek, clip_start)
+            while seek < clip_end:
+                window_start_s = seek / FRAMES_PER_SECOND
+                size = min(WINDOW_NUM_FRAMES, clip_end - seek)
+                if seek == 0 and features_first is not None and size == WINDOW_NUM_FRAMES:
+                    features = features_first
+                else:
+                    features = self._encode(pad_or_trim_frames(mel[..., seek : seek + size]))
+                first = seek == 0
+                initial = self.decoder.initial_tokens(language, options, all_tokens[prompt_start:], first=first)
+                forced = [len(self.decoder.prefix_tokens(options))] if first else None
+                cross = self.model.decoder.cross_keys_values(features)
+                result = self.decoder.decode_with_fallback(
+                    features, [initial], options, generator, cross=cross, forced=forced
+                )[0]
+                if self.decoder.is_silent(result, options):
+                    seek += size
+                    yielded = True
+                    yield piece(())
+                    continue
+                split = self._split(result.tokens, window_start_s, size)
+                next_seek = seek + split.advance_frames
+                if options.word_timestamps:
+                    add_word_timestamps(
+                        split.segments, model=self.model, tokenizer=self.tokenizer, audio_features=features,
+                        sot_sequence=sot_sequence, window_start_s=window_start_s, num_frames=size, heads=self.heads,
+                        language=language, last_speech_s=last_speech_s, cross=cross,
+                    )  # fmt: skip
+                    last_word_end = _last_word_end(split.segments)
+                    if (
+                        not split.single_timestamp_ending
+                        and last_word_end is not None
+                        and last_word_end > window_start_s
+                    ):
+                        next_seek = round(last_word_end * FRAMES_PER_SECOND)
+                    if options.hallucination_silence_threshold is not None:
+                        skip = _HallucinationSkip(
+                            threshold_s=options.hallucination_silence_threshold, window_start_s=window_start_s,
+                            window_size_s=size / FRAMES_PER_SECOND, last_speech_s=last_speech_s,
+                            content_duration_s=content_frames / FRAMES_PER_SECOND,
+                        )  # fmt: skip
+                        skipped_seek = skip.leading_silence(split.segments, seek)
+                        if skipped_seek is not None:
+                            seek = skipped_seek
+                            continue
+                        next_seek = skip.next_seek(split, next_seek, content_frames)
+                    last_speech_s = _last_word_end(split.segments) or last_speech_s
+                finished = [(d, s) for d in split.segments if (s := self._finish(d, result)) is not None]
+                all_tokens.extend(t for d, _ in finished for t in d.tokens)
+                if not options.condition_on_previous_text or result.temperature > options.prompt_reset_on_temperature:
+                    prompt_start = len(all_tokens)
+                seek = max(next_seek, seek + 1)
                 yielded = True
-                yield piece(())
-                continue
-            split = self._split(result.tokens, window_start_s, size)
-            next_seek = seek + split.advance_frames
-            if options.word_timestamps:
-                last_speech_s = add_word_timestamps(
-                    split.segments, model=self.model, tokenizer=self.tokenizer, audio_features=features,
-                    sot_sequence=sot_sequence, window_start_s=window_start_s, num_frames=size, heads=self.heads,
-                    language=language, last_speech_s=last_speech_s, cross=cross,
-                )  # fmt: skip
-                last_word_end = next((w.end_s for s in reversed(split.segments) for w in reversed(s.words)), None)
-                if not split.single_timestamp_ending and last_word_end is not None and last_word_end > window_start_s:
-                    next_seek = round(last_word_end * FRAMES_PER_SECOND)
-            finished = [(d, s) for d in split.segments if (s := self._finish(d, result)) is not None]
-            all_tokens.extend(t for d, _ in finished for t in d.tokens)
-            if not options.condition_on_previous_text or result.temperature > options.prompt_reset_on_temperature:
-                prompt_start = len(all_tokens)
-            seek = max(next_seek, seek + 1)
-            yielded = True
-            yield piece([s for _, s in finished])
+                yield piece([s for _, s in finished])
         if not yielded:
             yield piece(())
+
+
+def _seek_clips(clip_timestamps: Sequence[float], content_frames: int) -> list[tuple[int, int]]:
+    """``(start, end)`` frames of the stretches to transcribe (openai-whisper's ``clip_timestamps`` rule).
+
+    Seconds come in ``start, end`` pairs; an odd count runs to the end of the audio; none is all of it.
+    Ends are clipped to the audio.
+    """
+    points = [round(t * FRAMES_PER_SECOND) for t in clip_timestamps] or [0]
+    if len(points) % 2:
+        points.append(content_frames)
+    return [(start, min(end, content_frames)) for start, end in zip(points[::2], points[1::2], strict=True)]
+
+
+def _last_word_end(segments: Sequence[SegmentDraft]) -> float | None:
+    return next((w.end_s for s in reversed(segments) for w in reversed(s.words)), None)
+
+
+HALLUCINATION_PUNCTUATION = "\"'“¿([{-\"'.。,，!！?？:：”)]}、"  # noqa: RUF001 (full-width marks, on purpose)
+"""Words that are only these characters are left out of the anomaly score (openai-whisper's list)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _HallucinationSkip:
+    """The ``hallucination_silence_threshold`` rule of openai-whisper (``transcribe.py``, 20250625) for one window.
+
+    As faster-whisper 1.2.1 applies it: without openai-whisper's extra move of the seek to the end
+    of the window when the last word ends less than the threshold before it (which skips the words
+    between the last word and the window's end: "And this spills" at 29.3-30.0 s of
+    ``tests/data/silero/test.wav`` with a 1 s threshold).
+
+    A segment is anomalous when its first 8 words (punctuation left out) score at least 3, or about
+    one per word: a word scores 1 if its probability is under 0.15, ``15 * (0.133 - d)`` if it lasts
+    ``d < 0.133`` s, and ``d - 2`` if it lasts over 2 s. An anomalous segment after a silence longer
+    than the threshold (or at a window's start) and before another one (or a window's end) is
+    dropped with everything after it, and the seek moves to it.
+    """
+
+    threshold_s: float
+    window_start_s: float
+    window_size_s: float
+    content_duration_s: float
+    last_speech_s: float
+
+    @staticmethod
+    def _word_score(word: WordDraft) -> float:
+        duration = word.end_s - word.start_s
+        score = 1.0 if (word.probability or 0.0) < 0.15 else 0.0
+        if duration < 0.133:
+            score += (0.133 - duration) * 15
+        if duration > 2.0:
+            score += duration - 2.0
+        return score
+
+    def is_anomaly(self, segment: SegmentDraft | None) -> bool:
+        if segment is None or not segment.words:
+            return False
+        words = [w for w in segment.words if w.text not in HALLUCINATION_PUNCTUATION][:8]
+        score = sum(self._word_score(w) for w in words)
+        return score >= 3 or score + 0.01 >= len(words)
+
+    def leading_silence(self, segments: Sequence[SegmentDraft], seek: int) -> int | None:
+        """The seek past a long silence before an anomalous first segment, or ``None``."""
+        first = next((s for s in segments if s.words), None)
+        if first is not None and self.is_anomaly(first):
+            gap_s = first.start_s - self.window_start_s
+            if gap_s > self.threshold_s:
+                return seek + round(gap_s * FRAMES_PER_SECOND)
+        return None
+
+    def next_seek(self, split: _Split, next_seek: int, content_frames: int) -> int:
+        """Where to go on after this window; drops an anomalous segment in silence (and what follows) from ``split``."""
+        segments = split.segments
+        window_end_s = self.window_start_s + WINDOW_NUM_FRAMES / FRAMES_PER_SECOND
+        previous_end_s = self.last_speech_s
+        for index, segment in enumerate(segments):
+            if not segment.words:
+                continue
+            if self.is_anomaly(segment):
+                following = next((s for s in segments[index + 1 :] if s.words), None)
+                next_start_s = (
+                    following.words[0].start_s if following is not None else self.window_start_s + self.window_size_s
+                )
+                silence_before = (
+                    segment.start_s - previous_end_s > self.threshold_s
+                    or segment.start_s < self.threshold_s
+                    or segment.start_s - self.window_start_s < 2.0
+                )
+                silence_after = (
+                    next_start_s - segment.end_s > self.threshold_s
+                    or self.is_anomaly(following)
+                    or window_end_s - segment.end_s < 2.0
+                )
+                if silence_before and silence_after:
+                    next_seek = round(max(self.window_start_s + 1, segment.start_s) * FRAMES_PER_SECOND)
+                    if self.content_duration_s - segment.end_s < self.threshold_s:
+                        next_seek = content_frames
+                    del segments[index:]
+                    break
+            previous_end_s = segment.end_s
+        return next_seek
 
 
 __all__ = ["WhisperSegment", "WhisperTranscriber", "WhisperTranscript", "WhisperWord", "compression_ratio"]
