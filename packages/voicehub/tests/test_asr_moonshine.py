@@ -266,7 +266,7 @@ def test_transcribe_cli_writes_every_format(tmp_path: Path) -> None:
     record = json.loads((tmp_path / f"{stem}.json").read_text())
     assert (record["text"], record["language"]) == (TEXT_0930, "en")
     assert record["metadata"]["word_timestamps"] == "unavailable"
-    assert [s["words"] for s in record["segments"]] == [[]]
+    assert ["words" in s for s in record["segments"]] == [False]  # whisper's JSON: words only when timed
 
 
 def test_evaluate_asr_cli_on_librivox(tmp_path: Path) -> None:
