@@ -270,3 +270,57 @@ def test_subtitle_options_need_srt_or_vtt(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2 and "--max-line-width cut srt and vtt subtitles" in result.output
     assert "-f srt" in result.output and not any(tmp_path.iterdir())
+
+
+# --------------------------------------------------------------------------- openai-whisper's flags
+def test_openai_whisper_flags_and_underscore_spellings_reach_the_decoder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from voicehub.models.asr_whisper import wrapper
+
+    seen = []
+    real = wrapper.decoding_options
+
+    def record(options):  # type: ignore[no-untyped-def]
+        seen.append(options)
+        return real(options)
+
+    monkeypatch.setattr(wrapper, "decoding_options", record)
+    args = [
+        "transcribe", str(CLIP_0930), "--model", "tiny.en", "--output_dir", str(tmp_path), "--output_format", "json",
+        "--word_timestamps", "--beam_size", "2", "--best_of", "3", "--patience", "1.5",
+        "--initial_prompt", "Mr. Dashwood.", "--no_condition_on_previous_text", "--compression-ratio-threshold", "None",
+        "--logprob_threshold", "-2", "--no-speech-threshold", "0.5", "--device", "cpu", "--no-progress",
+    ]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    options = seen[0]
+    assert (options.beam_size, options.best_of, options.patience) == (2, 3, 1.5)
+    assert (options.initial_prompt, options.condition_on_previous_text) == ("Mr. Dashwood.", False)
+    assert (options.compression_ratio_threshold, options.logprob_threshold, options.no_speech_threshold) == (
+        None,
+        -2.0,
+        0.5,
+    )
+    record_ = json.loads((tmp_path / f"{CLIP_0930.stem}.json").read_text())
+    assert record_["text"] == TEXT_0930 and record_["segments"][0]["words"]  # --word_timestamps took effect
+
+
+def test_model_names_of_openai_whisper(tmp_path: Path) -> None:
+    from voicehub.auto import get_model_spec
+
+    assert get_model_spec("tiny.en").model_type == "asr_whisper"
+    assert get_model_spec("base").model_type == "asr_whisper_base"
+    for name, repository in (("small", "openai/whisper-small"), ("tiny", "openai/whisper-tiny")):
+        result = CliRunner().invoke(main, ["transcribe", str(CLIP_0930), "--model", name, "-o", str(tmp_path)])
+        assert result.exit_code == 2, result.output
+        assert f"--model {name}: this checkpoint's weights are not shipped" in result.output
+        assert f"hf download {repository}" in result.output and "--model asr_whisper --source DIR" in result.output
+        assert "asr_whisper_base (whisper-base, base)" in result.output  # what is shipped, by name
+
+
+def test_bad_threshold_values_name_the_flag(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["transcribe", str(CLIP_0930), "--no_speech_threshold", "2", "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "--no-speech-threshold 2.0: " in result.output and "[0, 1]" in result.output
+    result = CliRunner().invoke(main, ["transcribe", str(CLIP_0930), "--logprob-threshold", "low"])
+    assert result.exit_code == 2 and "expected a number or None, got 'low'" in result.output

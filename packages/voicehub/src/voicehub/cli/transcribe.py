@@ -38,6 +38,35 @@ from voicehub.core.tasks import SpeechTask
 
 _LOG = logging.getLogger(__name__)
 
+
+class _Unset:
+    """The value of a threshold flag that was not given (``None`` is a value: "never")."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = _Unset()
+
+
+class _OptionalFloat(click.ParamType[float | None, object]):
+    """A float, or ``None`` written ``None``/``none`` (openai-whisper's ``optional_float``)."""
+
+    name = "float|None"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float | None:
+        if value is None or isinstance(value, (float, _Unset)):
+            return value  # type: ignore[return-value]
+        if str(value).strip().lower() == "none":
+            return None
+        try:
+            return float(str(value))
+        except ValueError:
+            self.fail(f"expected a number or None, got {value!r}", param, ctx)
+
+
+OPTIONAL_FLOAT = _OptionalFloat()
+
 STDIN = "-"
 """The argument naming audio on standard input (any format libsndfile reads; outputs are named ``stdin``).
 
@@ -313,10 +342,84 @@ _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
 @click.option("--source", default=None, help="Checkpoint source (file, directory, hf:owner/name).")
 @click.option("--language", default=None, help="Language code of the speech (default: detected where possible).")
 @click.option("--task", type=click.Choice(["transcribe", "translate"]), default=None, help="Transcribe or translate.")
-@click.option("--beam-size", type=int, default=None, help="Beams at temperature 0 (default 1: greedy).")
+@click.option(
+    "--beam-size",
+    "--beam_size",
+    "beam_size",
+    type=int,
+    default=None,
+    help="Beams at temperature 0 (default 1: greedy).",
+)
+@click.option(
+    "--best-of",
+    "--best_of",
+    "best_of",
+    type=int,
+    default=None,
+    help="Samples drawn at each temperature above 0; the most probable is kept (default 5).",
+)
+@click.option(
+    "--patience",
+    type=float,
+    default=None,
+    help="Beam search stops once round(beam_size * patience) sequences have finished (default 1.0).",
+)
+@click.option(
+    "--initial-prompt",
+    "--initial_prompt",
+    "initial_prompt",
+    default=None,
+    metavar="TEXT",
+    help="Text given to the first window as previous text (vocabulary, spelling, style).",
+)
+@click.option(
+    "--condition-on-previous-text/--no-condition-on-previous-text",
+    "--condition_on_previous_text/--no_condition_on_previous_text",
+    "condition_on_previous_text",
+    default=None,
+    help="Give each window of the sequential long form (--no-vad) the text so far (default: on).",
+)
+@click.option(
+    "--compression-ratio-threshold",
+    "--compression_ratio_threshold",
+    "compression_ratio_threshold",
+    type=OPTIONAL_FLOAT,
+    default=UNSET,
+    metavar="RATIO|None",
+    help="Retry at the next temperature when the text's gzip compression ratio is above this (default 2.4; None: "
+    "never).",
+)
+@click.option(
+    "--logprob-threshold",
+    "--logprob_threshold",
+    "logprob_threshold",
+    type=OPTIONAL_FLOAT,
+    default=UNSET,
+    metavar="LOGPROB|None",
+    help="Retry at the next temperature when the average token log-probability is below this (default -1.0; None: "
+    "never).",
+)
+@click.option(
+    "--no-speech-threshold",
+    "--no_speech_threshold",
+    "no_speech_threshold",
+    type=OPTIONAL_FLOAT,
+    default=UNSET,
+    metavar="PROB|None",
+    help="A window is silence when its no-speech probability is above this and its log-probability below "
+    "--logprob-threshold (default 0.6; None: never).",
+)
 @click.option("--temperature", type=float, default=None, help="A single decoding temperature (no fallback).")
-@click.option("--word-timestamps", is_flag=True, help="Add word times (kept in the json output).")
-@click.option("--batch-size", type=int, default=None, help="Windows decoded together (default 8).")
+@click.option(
+    "--word-timestamps",
+    "--word_timestamps",
+    "word_timestamps",
+    is_flag=True,
+    help="Add word times (kept in the json output; srt/vtt cues then follow the words).",
+)
+@click.option(
+    "--batch-size", "--batch_size", "batch_size", type=int, default=None, help="Windows decoded together (default 8)."
+)
 @click.option(
     "--vad/--no-vad",
     default=None,
@@ -325,7 +428,9 @@ _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
 )
 @click.option(
     "--output-format",
+    "--output_format",
     "-f",
+    "output_format",
     type=click.Choice([*FORMATS, "all"]),
     default="txt",
     show_default=True,
@@ -333,7 +438,9 @@ _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
 )
 @click.option(
     "--output-dir",
+    "--output_dir",
     "-o",
+    "output_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Write <name>.<format> files into this directory (created if missing; existing files of those names "
@@ -383,7 +490,9 @@ _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
     is_flag=True,
     help="srt/vtt: one cue per word, underlined in its line (turns --word-timestamps on).",
 )
-@click.option("--sample-rate", type=int, default=None, metavar="HZ", help=SAMPLE_RATE_HELP)
+@click.option(
+    "--sample-rate", "--sample_rate", "sample_rate", type=int, default=None, metavar="HZ", help=SAMPLE_RATE_HELP
+)
 @common_options
 def transcribe_command(
     inputs: tuple[str, ...],
@@ -392,6 +501,13 @@ def transcribe_command(
     language: str | None,
     task: str | None,
     beam_size: int | None,
+    best_of: int | None,
+    patience: float | None,
+    initial_prompt: str | None,
+    condition_on_previous_text: bool | None,
+    compression_ratio_threshold: float | _Unset | None,
+    logprob_threshold: float | _Unset | None,
+    no_speech_threshold: float | _Unset | None,
     temperature: float | None,
     word_timestamps: bool,
     batch_size: int | None,
@@ -435,9 +551,20 @@ def transcribe_command(
             ("temperature", temperature),
             ("batch_size", batch_size),
             ("vad", vad),
+            ("best_of", best_of),
+            ("patience", patience),
+            ("initial_prompt", initial_prompt),
+            ("condition_on_previous_text", condition_on_previous_text),
         )
         if value is not None
     }
+    for key, threshold in (
+        ("compression_ratio_threshold", compression_ratio_threshold),
+        ("logprob_threshold", logprob_threshold),
+        ("no_speech_threshold", no_speech_threshold),
+    ):
+        if not isinstance(threshold, _Unset):
+            overrides[key] = threshold  # a number, or None (written None: never)
     subtitles = SubtitleOptions(
         max_line_width=max_line_width,
         max_line_count=max_line_count,
