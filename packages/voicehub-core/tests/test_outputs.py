@@ -92,6 +92,65 @@ def test_asr_output_validates_times_and_confidences() -> None:
         ASROutput(text="x", segments=(segment,), duration_s=0.5)
 
 
+def test_asr_segment_validates_its_decoding_details() -> None:
+    segment = ASRSegment(
+        text="go", start_s=0.0, end_s=1.0, tokens=[50363, 467, 50413], avg_logprob=-0.25,
+        no_speech_prob=0.02, compression_ratio=0.8, temperature=0.0,
+    )  # fmt: skip
+    assert segment.tokens == (50363, 467, 50413)  # a list is kept as a tuple (frozen record)
+    for field, value, message in (
+        ("avg_logprob", math.nan, "finite"),
+        ("avg_logprob", 0.5, "<= 0"),
+        ("no_speech_prob", 1.5, r"in \[0, 1\]"),
+        ("compression_ratio", math.inf, "finite"),
+        ("temperature", -0.2, ">= 0"),
+        ("tokens", (1, -2), "token ids"),
+        ("tokens", (1, True), "token ids"),
+    ):
+        with pytest.raises(OutputValidationError, match=message):
+            ASRSegment(text="x", start_s=0, end_s=1, **{field: value})  # type: ignore[arg-type]
+    for value in (-0.1, 1.01, math.nan, True):
+        with pytest.raises(OutputValidationError, match="language_probability"):
+            ASROutput(text="x", language="en", language_probability=value)
+
+
+def test_asr_output_to_dict_is_strict_json_with_the_new_fields() -> None:
+    from voicehub.core import strict_json
+
+    segment = ASRSegment(text="go", start_s=0.0, end_s=1.0, tokens=(1, 2), avg_logprob=-0.1, temperature=0.2)
+    output = ASROutput(text="go", segments=(segment,), language="en", language_probability=0.75)
+    document = strict_json.loads(strict_json.dumps(output.to_dict()))
+    assert document["language_probability"] == 0.75  # type: ignore[index]
+    assert document["segments"][0]["tokens"] == [1, 2]  # type: ignore[index]
+    assert document["segments"][0]["no_speech_prob"] is None  # type: ignore[index]
+
+
+def test_whisper_dict_has_openai_whispers_keys_and_word_spacing() -> None:
+    words = (
+        ASRWord(text="Cold", start_s=0.0, end_s=0.4, confidence=0.9),
+        ASRWord(text="-hearted,", start_s=0.4, end_s=0.9),
+        ASRWord(text="yes.", start_s=1.0, end_s=1.4, confidence=0.5),
+    )
+    first = ASRSegment(text="Cold-hearted, yes.", start_s=0.0, end_s=1.5, words=words, tokens=(1,), temperature=0.0)
+    second = ASRSegment(text="No", start_s=2.5, end_s=3.0)  # a segment without words among timed ones
+    output = ASROutput(text="Cold-hearted, yes. No", segments=(first, second), language="en", duration_s=3.0)
+    result = output.to_whisper_dict()
+    assert list(result) == ["text", "segments", "language", "language_probability", "duration", "source", "metadata"]
+    segment = result["segments"][0]
+    assert list(segment) == [
+        "id", "seek", "start", "end", "text", "tokens", "temperature", "avg_logprob", "compression_ratio",
+        "no_speech_prob", "words",
+    ]  # fmt: skip
+    assert [s["id"] for s in result["segments"]] == [0, 1] and result["segments"][1]["seek"] == 250
+    assert segment["text"] == " Cold-hearted, yes."
+    assert [w["word"] for w in segment["words"]] == [" Cold", "-hearted,", " yes."]
+    assert "".join(w["word"] for w in segment["words"]) == segment["text"]
+    assert segment["words"][1] == {"word": "-hearted,", "start": 0.4, "end": 0.9, "probability": None}
+    assert result["segments"][1]["words"] == [] and result["segments"][1]["tokens"] is None
+    untimed = ASROutput(text="No", segments=(second,)).to_whisper_dict()
+    assert "words" not in untimed["segments"][0]  # whisper writes words only with word timestamps
+
+
 def test_tts_output_saves_a_readable_file(tmp_path: Path) -> None:
     audio = (0.1 * np.sin(2 * np.pi * 220 * np.arange(22050) / 22050)).astype(np.float32)
     output = TTSOutput(audio=audio, sample_rate=22050, text="tone")

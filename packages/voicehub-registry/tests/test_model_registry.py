@@ -273,3 +273,31 @@ def test_model_config_serializes_model_type_and_refuses_another() -> None:
         EchoConfig.from_dict({**data, "model_type": "other"})
     with pytest.raises(KeyError, match=r"unknown key\(s\) \['gain'\]; known keys are \['gain_db'\]"):
         EchoConfig.from_dict({"gain": 1.0})
+
+
+def test_upstream_model_types_and_hub_ids_belong_to_one_model_each() -> None:
+    from voicehub.registry import ModelRegistry
+    from voicehub.registry.errors import DuplicateRegistrationError
+
+    registry = ModelRegistry(name="upstream")
+    first = ModelSpec(
+        model_type="asr_a", task="asr", config="m:C", wrapper="m:W",
+        upstream_model_types=("whisper", "WhisperForConditionalGeneration"), hub_ids=("openai/whisper-tiny.en",),
+        known_checkpoints=(("small", "hf:openai/whisper-small"),),
+    )  # fmt: skip
+    registry.register(first)
+    assert registry.find_upstream(None, ["whisperforconditionalgeneration"]) is first
+    assert registry.find_hub_id("OpenAI/Whisper-Tiny.en") is first  # Hub ids are case-insensitive
+    assert registry.upstream_spec_of({"model_type": "whisper"}) is first
+    assert registry.upstream_spec_of({"type": "asr_a", "model_type": "whisper"}) is None  # VoiceHub's own config
+    with pytest.raises(
+        KeyError, match=r"'small' is an upstream checkpoint that 'asr_a' loads.*hf:openai/whisper-small"
+    ):
+        registry.get("small")
+    second = ModelSpec(model_type="asr_b", task="asr", config="m:C", wrapper="m:W", upstream_model_types=("whisper",))
+    with pytest.raises(DuplicateRegistrationError, match=r"\['whisper'\] already belong to 'asr_a'"):
+        registry.register(second)
+    with pytest.raises(SpecError, match="owner/name"):
+        ModelSpec(model_type="asr_c", task="asr", config="m:C", wrapper="m:W", hub_ids=("whisper",))
+    with pytest.raises(SpecError, match="known_checkpoints"):
+        ModelSpec(model_type="asr_c", task="asr", config="m:C", wrapper="m:W", known_checkpoints=(("small",),))  # type: ignore[arg-type]

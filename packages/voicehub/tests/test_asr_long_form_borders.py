@@ -210,7 +210,7 @@ def test_long_form_sequential_mode_equals_faster_whisper_word_for_word(
     # Both lose the same ~100 words in the middle of this file (tiny.en conditioned on its previous
     # text skips a repeated passage): the reference algorithm, reproduced, not a border fault.
     assert _words(output.text) == reference
-    assert output.language == "en" and output.metadata["language_probability"] == 1.0
+    assert output.language == "en" and output.language_probability == 1.0
 
 
 def test_long_form_vad_batched_mode_loses_and_doubles_no_word_at_a_chunk_border(
@@ -247,4 +247,4 @@ def test_long_form_vad_batched_mode_loses_and_doubles_no_word_at_a_chunk_border(
     theirs = _edits(long_reference, _words(" ".join(s.text for s in batched)))
     ours = _edits(long_reference, words)
     assert ours <= theirs and ours <= 0.05 * len(long_reference), (ours, theirs)
-    assert output.language == "en" and output.metadata["language_probability"] == 1.0
+    assert output.language == "en" and output.language_probability == 1.0

@@ -131,6 +131,18 @@ def test_segments_span_the_clip_and_carry_no_words(librivox: list[ASROutput]) ->
         assert output.metadata["word_timestamps"] == WORD_TIMESTAMPS_NOTE
 
 
+def test_segments_carry_their_tokens_and_no_whisper_scores(
+    moonshine: MoonshineASRModel, librivox: list[ASROutput]
+) -> None:
+    assert moonshine.runtime is not None
+    for output in librivox:
+        assert output.language == "en" and output.language_probability == 1.0  # English only
+        (segment,) = output.segments
+        assert segment.tokens and moonshine.runtime.tokenizer.decode(list(segment.tokens)) == segment.text
+        scores = (segment.avg_logprob, segment.no_speech_prob, segment.compression_ratio, segment.temperature)
+        assert scores == (None, None, None, None)  # Moonshine has none of these
+
+
 def test_word_timestamps_are_reported_unavailable(moonshine: MoonshineASRModel) -> None:
     output = moonshine.transcribe(str(LIBRIVOX[4]), word_timestamps=True)
     assert output.text == TEXT_0930
@@ -254,7 +266,7 @@ def test_transcribe_cli_writes_every_format(tmp_path: Path) -> None:
     record = json.loads((tmp_path / f"{stem}.json").read_text())
     assert (record["text"], record["language"]) == (TEXT_0930, "en")
     assert record["metadata"]["word_timestamps"] == "unavailable"
-    assert [s["words"] for s in record["segments"]] == [[]]
+    assert ["words" in s for s in record["segments"]] == [False]  # whisper's JSON: words only when timed
 
 
 def test_evaluate_asr_cli_on_librivox(tmp_path: Path) -> None:

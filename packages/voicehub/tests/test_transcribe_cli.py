@@ -13,7 +13,7 @@ import soundfile
 from click.testing import CliRunner
 
 from voicehub.cli import main
-from voicehub.cli.transcribe import FORMATS, echo_segments, format_srt, format_tsv, format_vtt
+from voicehub.cli.transcribe import FORMATS, echo_segments, format_json, format_srt, format_tsv, format_vtt
 from voicehub.core import ASROutput, ASRSegment
 from voicehub.speech_recognition import join_segments
 
@@ -56,7 +56,7 @@ def test_streamed_formats_print_each_segment_before_the_next_is_decoded_and_equa
     printed = "".join(printed_before) + capsys.readouterr().out
     first = output.segments[0].text
     assert first in printed_before[1] and "Kenobi" not in printed_before[1]  # segment 1 out before 2 is decoded
-    expected = f"{join_segments(output.segments)}\n" if output_format == "txt" else FORMATS[output_format](output)
+    expected = f"{join_segments(output.segments)}\n" if output_format == "txt" else FORMATS[output_format](output, None)
     assert printed == expected
 
 
@@ -79,8 +79,8 @@ def test_transcribe_writes_every_format_of_a_librivox_clip(tmp_path: Path) -> No
     assert tsv[0] == "start\tend\ttext" and tsv[1].split("\t")[2] == TEXT_0930
     record = json.loads((tmp_path / f"{stem}.json").read_text())
     assert record["text"] == TEXT_0930 and record["language"] == "en"
-    words = [w["text"] for s in record["segments"] for w in s["words"]]
-    assert words == ["He", "might", "even", "have", "been", "made", "amiable", "himself."]
+    words = [w["word"] for s in record["segments"] for w in s["words"]]  # openai-whisper's schema: "word"
+    assert words == [" He", " might", " even", " have", " been", " made", " amiable", " himself."]
 
 
 def _seconds(clock: str) -> float:
@@ -141,3 +141,186 @@ def test_transcribe_takes_globs_logs_a_missing_file_and_keeps_the_others(tmp_pat
     assert (tmp_path / f"{CLIP_0930.stem}.txt").read_text(encoding="utf-8").strip() == TEXT_0930
     twice = CliRunner().invoke(main, ["transcribe", "-", "-", "-o", str(tmp_path)], input=b"")
     assert twice.exit_code == 2 and "only once" in twice.output
+
+
+# --------------------------------------------------------------------------- whisper JSON and its readers
+def _whisper_writers(record: dict, directory: Path, **options: object) -> dict[str, str]:
+    """What openai-whisper's own SRT, VTT and TSV writers make of a result dict (our JSON file, read back)."""
+    from whisper.utils import WriteSRT, WriteTSV, WriteVTT
+
+    directory.mkdir(exist_ok=True)
+    written = {}
+    for writer in (WriteSRT, WriteVTT, WriteTSV):
+        writer(str(directory))(record, "talk.wav", options)
+        written[writer.extension] = (directory / f"talk.{writer.extension}").read_text(encoding="utf-8")
+    return written
+
+
+def _vtt_cues(document: str) -> list[tuple[int, int, str]]:
+    """(start ms, end ms, text) per WebVTT cue; openai-whisper leaves out zero hours, we write them."""
+    cues = []
+    for block in document.strip().split("\n\n")[1:]:
+        timing, text = block.split("\n", 1)
+        start, end = (_seconds(t if t.count(":") == 2 else "00:" + t) for t in timing.split(" --> "))
+        cues.append((round(start * 1000), round(end * 1000), text))
+    return cues
+
+
+@pytest.fixture(scope="module")
+def librivox_talk(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The five LibriVox clips one after another with 1 s of silence between them: 29.7 s, one window."""
+    import numpy as np
+
+    pieces = []
+    for path in sorted((DATA / "librivox").glob("*.wav")):
+        samples, rate = soundfile.read(str(path), dtype="float32")
+        assert rate == 16000
+        pieces += [samples, np.zeros(16000, dtype=np.float32)]
+    path = tmp_path_factory.mktemp("talk") / "talk.wav"
+    soundfile.write(str(path), np.concatenate(pieces[:-1]), 16000)
+    return path
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [[], ["--word-timestamps"], ["--max_line_width", "42", "--max-line-count", "2"]],
+    ids=["segments", "words", "lines"],
+)
+def test_openai_whispers_own_writers_read_our_json_and_write_our_srt_vtt_and_tsv(
+    flags: list[str], librivox_talk: Path, tmp_path: Path
+) -> None:
+    ours = tmp_path / "ours"
+    args = ["transcribe", str(librivox_talk), "-f", "all", "-o", str(ours), "--device", "cpu", "--no-progress"]
+    result = CliRunner().invoke(main, args + flags)
+    assert result.exit_code == 0, result.output
+    record = json.loads((ours / "talk.json").read_text(encoding="utf-8"))
+    segments = record["segments"]
+    assert len(segments) >= 4 and record["language"] == "en" and record["language_probability"] == 1.0
+    assert [s["id"] for s in segments] == list(range(len(segments)))
+    timed = bool(flags)  # the line options turn word timestamps on
+    assert all(("words" in s) == timed for s in segments)
+    for segment in segments:
+        assert {"seek", "start", "end", "text", "tokens", "temperature", "avg_logprob", "compression_ratio",
+                "no_speech_prob"} <= set(segment)  # fmt: skip
+        assert segment["tokens"][0] >= 50363 and segment["temperature"] == 0.0  # a timestamp token first
+        if timed:
+            assert "".join(w["word"] for w in segment["words"]) == segment["text"]
+    options = {"max_line_width": 42, "max_line_count": 2} if flags[:1] == ["--max_line_width"] else {}
+    theirs = _whisper_writers(record, tmp_path / "theirs", **options)
+    srt = (ours / "talk.srt").read_text(encoding="utf-8")
+    assert srt.strip() == theirs["srt"].strip()  # cue for cue, byte for byte
+    assert _vtt_cues((ours / "talk.vtt").read_text(encoding="utf-8")) == _vtt_cues(theirs["vtt"])
+    assert (ours / "talk.tsv").read_text(encoding="utf-8") == theirs["tsv"]
+    cues = srt.strip().split("\n\n")
+    if options:  # lines of at most 42 characters (a longer word alone), at most 2 lines per cue
+        assert any(len(block.split("\n")) == 4 for block in cues)  # number, times, two lines
+        assert all(len(block.split("\n")) <= 4 for block in cues)
+        assert all(len(line) <= 42 or " " not in line for block in cues for line in block.split("\n")[2:])
+    else:
+        assert len(cues) == len(segments)
+
+
+@pytest.fixture(scope="module")
+def timed_talk(librivox_talk: Path) -> ASROutput:
+    from voicehub.auto import AutoModelForSpeechRecognition
+
+    model = AutoModelForSpeechRecognition.from_pretrained(device="cpu")
+    return model.transcribe(str(librivox_talk), word_timestamps=True)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"highlight_words": True},
+        {"max_words_per_line": 3},
+        {"max_line_width": 20},
+        {"max_line_width": 30, "max_line_count": 1},
+        {"max_line_width": 30, "max_line_count": 3, "highlight_words": True},
+    ],
+    ids=["highlight", "words-per-line", "width", "width-count", "width-count-highlight"],
+)
+def test_subtitle_options_cut_cues_as_openai_whisper_does(
+    options: dict[str, object], timed_talk: ASROutput, tmp_path: Path
+) -> None:
+    from voicehub.cli._subtitles import SubtitleOptions
+
+    record = json.loads(format_json(timed_talk))
+    theirs = _whisper_writers(record, tmp_path, **options)
+    ours = SubtitleOptions(**options)  # type: ignore[arg-type]
+    assert format_srt(timed_talk, ours).strip() == theirs["srt"].strip()
+    assert _vtt_cues(format_vtt(timed_talk, ours)) == _vtt_cues(theirs["vtt"])
+    words = sum(len(s.words) for s in timed_talk.segments)
+    if options.get("highlight_words"):  # one cue per word, the word underlined (and gaps shown plain)
+        assert format_srt(timed_talk, ours).count("<u>") == words
+    if options == {"max_words_per_line": 3}:
+        assert all(len(block.split("\n")[2].split()) <= 3 for block in theirs["srt"].strip().split("\n\n"))
+
+
+def test_streamed_srt_with_words_equals_the_document(timed_talk: ASROutput, capsys: pytest.CaptureFixture[str]) -> None:
+    from voicehub.cli._subtitles import SubtitleOptions
+
+    options = SubtitleOptions(max_line_width=30, max_line_count=2)
+    echo_segments(iter(timed_talk.segments), "srt", "", options)
+    assert capsys.readouterr().out == format_srt(timed_talk, options)
+
+
+def test_subtitle_options_need_srt_or_vtt(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["transcribe", str(CLIP_0930), "-f", "txt", "-o", str(tmp_path), "--max-line-width", "20"]
+    )
+    assert result.exit_code == 2 and "--max-line-width cut srt and vtt subtitles" in result.output
+    assert "-f srt" in result.output and not any(tmp_path.iterdir())
+
+
+# --------------------------------------------------------------------------- openai-whisper's flags
+def test_openai_whisper_flags_and_underscore_spellings_reach_the_decoder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from voicehub.models.asr_whisper import wrapper
+
+    seen = []
+    real = wrapper.decoding_options
+
+    def record(options):  # type: ignore[no-untyped-def]
+        seen.append(options)
+        return real(options)
+
+    monkeypatch.setattr(wrapper, "decoding_options", record)
+    args = [
+        "transcribe", str(CLIP_0930), "--model", "tiny.en", "--output_dir", str(tmp_path), "--output_format", "json",
+        "--word_timestamps", "--beam_size", "2", "--best_of", "3", "--patience", "1.5",
+        "--initial_prompt", "Mr. Dashwood.", "--no_condition_on_previous_text", "--compression-ratio-threshold", "None",
+        "--logprob_threshold", "-2", "--no-speech-threshold", "0.5", "--device", "cpu", "--no-progress",
+    ]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    options = seen[0]
+    assert (options.beam_size, options.best_of, options.patience) == (2, 3, 1.5)
+    assert (options.initial_prompt, options.condition_on_previous_text) == ("Mr. Dashwood.", False)
+    assert (options.compression_ratio_threshold, options.logprob_threshold, options.no_speech_threshold) == (
+        None,
+        -2.0,
+        0.5,
+    )
+    record_ = json.loads((tmp_path / f"{CLIP_0930.stem}.json").read_text())
+    assert record_["text"] == TEXT_0930 and record_["segments"][0]["words"]  # --word_timestamps took effect
+
+
+def test_model_names_of_openai_whisper(tmp_path: Path) -> None:
+    from voicehub.auto import get_model_spec
+
+    assert get_model_spec("tiny.en").model_type == "asr_whisper"
+    assert get_model_spec("base").model_type == "asr_whisper_base"
+    for name, repository in (("small", "openai/whisper-small"), ("tiny", "openai/whisper-tiny")):
+        result = CliRunner().invoke(main, ["transcribe", str(CLIP_0930), "--model", name, "-o", str(tmp_path)])
+        assert result.exit_code == 2, result.output
+        assert f"--model {name}: this checkpoint's weights are not shipped" in result.output
+        assert f"hf download {repository}" in result.output and "--model asr_whisper --source DIR" in result.output
+        assert "asr_whisper_base (whisper-base, base)" in result.output  # what is shipped, by name
+
+
+def test_bad_threshold_values_name_the_flag(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["transcribe", str(CLIP_0930), "--no_speech_threshold", "2", "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "--no-speech-threshold 2.0: " in result.output and "[0, 1]" in result.output
+    result = CliRunner().invoke(main, ["transcribe", str(CLIP_0930), "--logprob-threshold", "low"])
+    assert result.exit_code == 2 and "expected a number or None, got 'low'" in result.output

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from voicehub.core import strict_json
-from voicehub.core.device import DeviceLike, DTypeLike, normalize_device, normalize_dtype
+from voicehub.core.device import DeviceLike, DTypeLike, normalize_device
 from voicehub.core.errors import (
     ConfigError,
     RegistryError,
@@ -32,7 +32,7 @@ from voicehub.core.files import CONFIG_FILE_NAME
 from voicehub.core.strict_json import JSONValue
 from voicehub.core.tasks import SpeechTask
 from voicehub.errors import NoModelForTaskError
-from voicehub.modeling import AnySpeechModel, PreTrainedSpeechModel, SourceLike
+from voicehub.modeling import AnySpeechModel, PreTrainedSpeechModel, SourceLike, dtype_request
 from voicehub.models import install_builtin_catalogs
 from voicehub.registry import MODEL_CATALOG, ModelConfig, ModelRegistry, ModelSpec
 from voicehub.registry.checkpoints import CheckpointSource, HubSource, LocalSource, parse_source
@@ -130,6 +130,48 @@ def local_config_file(source: SourceLike | None) -> Path | None:
     path = Path(parsed.path).expanduser()
     candidate = path / CONFIG_FILE_NAME if path.is_dir() else path
     return candidate if candidate.is_file() and candidate.suffix.lower() == ".json" else None
+
+
+def _shipped_hub_source(
+    source: SourceLike | None, model_type: str | None, config: ModelConfig | None, catalog: ModelRegistry
+) -> tuple[SourceLike | None, str | None]:
+    """A Hub id whose weights a model ships (``ModelSpec.hub_ids``): that model and its default source, offline.
+
+    ``from_pretrained("openai/whisper-tiny.en")`` then loads the shipped tiny.en checkpoint without
+    the network, as long as no other model type, config or revision was asked for; any other
+    source comes back unchanged.
+    """
+    if source is None:
+        return source, model_type
+    parsed = parse_source(source)
+    if not isinstance(parsed, HubSource) or parsed.filename is not None or parsed.revision is not None:
+        return source, model_type
+    spec = catalog.find_hub_id(parsed.repo_id)
+    if spec is None or spec.default_source is None:
+        return source, model_type
+    if model_type is not None and catalog.get(model_type).model_type != spec.model_type:
+        return source, model_type
+    if config is not None and config.model_type != spec.model_type:
+        return source, model_type
+    return spec.default_source, spec.model_type
+
+
+def _source_document(source: SourceLike | None) -> tuple[dict[str, JSONValue], str] | None:
+    """The ``config.json`` of a local directory, or of a Hub repository (downloaded), if it has one.
+
+    Raises:
+        CheckpointNotFoundError: when a Hub repository's ``config.json`` cannot be fetched (offline,
+            unknown id), naming the repository.
+    """
+    if source is None:
+        return None
+    config_file = local_config_file(source)
+    if config_file is not None:
+        return _read_config_document(config_file)
+    parsed = parse_source(source)
+    if isinstance(parsed, HubSource) and parsed.filename is None:
+        return _read_config_document(parsed)
+    return None
 
 
 # --------------------------------------------------------------------------- AutoConfig
@@ -344,19 +386,22 @@ class _BaseAutoModel:
     ) -> ModelSpec:
         """Find the spec :meth:`from_pretrained` would load, importing no model module.
 
-        Order: ``config.model_type``, then ``model_type``, then the ``model_type`` in a local
-        directory's ``config.json``, then (with no source) the task default.
+        Order: ``config.model_type``, then ``model_type``, then a Hub id whose weights a model ships
+        (``ModelSpec.hub_ids``), then the source's ``config.json`` (a local directory's, or a Hub
+        repository's, downloaded): VoiceHub's own names its ``model_type``; an upstream one (Hugging
+        Face transformers: ``model_type``, ``architectures``) is matched against the models'
+        ``upstream_model_types``; then (with no source) the task default. Nothing is guessed from
+        the source's path or name.
 
         Raises:
             ConfigError: when ``config`` and ``model_type`` disagree, or nothing names the model.
             TaskMismatchError: for a model of another task, naming the right factory.
             UnknownModelError: for an unregistered model type, listing the valid ones.
         """
-        saved = None
-        if config is None and model_type is None:
-            config_file = local_config_file(source)
-            saved = _read_config_document(config_file) if config_file is not None else None
-        return cls._resolve(source, model_type=model_type, config=config, catalog=_catalog(registry), saved=saved)
+        catalog = _catalog(registry)
+        source, model_type = _shipped_hub_source(source, model_type, config, catalog)
+        saved = _source_document(source) if config is None and model_type is None else None
+        return cls._resolve(source, model_type=model_type, config=config, catalog=catalog, saved=saved)
 
     @classmethod
     def _resolve(
@@ -381,10 +426,21 @@ class _BaseAutoModel:
             spec = cls._get_spec(catalog, model_type)
         elif saved is not None:
             document, where = saved
+            upstream = catalog.upstream_spec_of(document)
             declared = document.get("model_type")
-            if not isinstance(declared, str):
+            if upstream is not None:
+                spec = upstream
+            elif "type" not in document and "architectures" in document:
+                known = catalog.upstream_model_types()
+                raise ConfigError(
+                    f"{where} is an upstream config (model_type {declared!r}, architectures "
+                    f"{document.get('architectures')!r}) that no registered model loads; models load these upstream "
+                    f"types: {known or '(none)'}; pass model_type= to choose one"
+                )
+            elif not isinstance(declared, str):
                 raise ConfigError(f"{where} has no 'model_type'; pass model_type= (one of {list(catalog.names())})")
-            spec = catalog.get(declared)
+            else:
+                spec = catalog.get(declared)
         elif source is None and cls.task is not None:
             if not catalog.list(cls.task):
                 have = sorted({s.task.short_name for s in catalog.list()})
@@ -407,6 +463,7 @@ class _BaseAutoModel:
         dtype: DTypeLike,
         lazy_load: bool,
         config: ModelConfig | None,
+        torch_dtype: DTypeLike | None = None,
     ) -> AnySpeechModel:
         """The shared body of the factories' ``from_pretrained`` (see :meth:`AutoModel.from_pretrained`).
 
@@ -414,14 +471,21 @@ class _BaseAutoModel:
         is imported; a local ``config.json`` is read once.
         """
         requested_device = normalize_device(device)  # malformed requests fail before any model module is imported
-        requested_dtype = normalize_dtype(dtype)
-        config_file = local_config_file(source) if config is None else None
-        saved = _read_config_document(config_file) if config_file is not None else None
+        requested_dtype = dtype_request(dtype, torch_dtype)
+        catalog = _catalog(None)
+        source, model_type = _shipped_hub_source(source, model_type, config, catalog)
+        saved = None
+        if config is None:
+            config_file = local_config_file(source)
+            if config_file is not None:
+                saved = _read_config_document(config_file)
+            elif model_type is None:
+                saved = _source_document(source)  # a Hub repository's config.json, downloaded
         spec = cls._resolve(
             source,
             model_type=model_type,
             config=config,
-            catalog=_catalog(None),
+            catalog=catalog,
             saved=saved if model_type is None else None,
         )
         wrapper_class = spec.load_wrapper_class()
@@ -435,11 +499,13 @@ class _BaseAutoModel:
                 f"{wrapper_class.__name__} serves {wrapper_class.task.value!r}; fix the registration"
             )
         if config is None:
-            if saved is not None and ("model_type" in saved[0] or model_type is None):
+            upstream = saved is not None and catalog.upstream_spec_of(saved[0]) is not None
+            if saved is not None and not upstream and ("model_type" in saved[0] or model_type is None):
                 config = _config_from_document(*saved, model_type)
             else:
-                # no config file, or a foreign one (e.g. a Hyperion checkpoint directory's
-                # config.json) next to an explicit model_type: the model's default config
+                # no config file, an upstream one (Hugging Face Whisper), or a foreign one (e.g. a
+                # Hyperion checkpoint directory's config.json) next to an explicit model_type: the
+                # model's default config
                 config = _config_class(spec)()
         chosen = source if source is not None else spec.default_source
         model: AnySpeechModel = wrapper_class.from_pretrained(
@@ -466,6 +532,7 @@ class AutoModel(_BaseAutoModel):
         dtype: DTypeLike = "auto",
         lazy_load: bool = True,
         config: ModelConfig | None = None,
+        torch_dtype: DTypeLike | None = None,
     ) -> AnySpeechModel:
         """Create the wrapper of a registered model; weights load on first use unless ``lazy_load=False``.
 
@@ -473,13 +540,19 @@ class AutoModel(_BaseAutoModel):
             source: a checkpoint source: a local file or directory (a directory written by
                 ``save_pretrained`` also carries the config), ``"hf:owner/name"`` or
                 ``"owner/name"``, or ``"dist:<distribution>/<path>"``. ``None`` uses the model's
-                registered default source.
+                registered default source. Without ``model_type`` the model comes from the
+                source's ``config.json`` (see :meth:`resolve_spec`): VoiceHub's own, or an upstream
+                (Hugging Face) one by its ``model_type``/``architectures``; a Hub id whose weights
+                are shipped (``"openai/whisper-tiny.en"``, ``"openai/whisper-base"``) loads the
+                shipped checkpoint offline.
             model_type: the registered model type or alias.
             device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"`` or a :class:`~voicehub.core.Device`.
             dtype: ``"auto"``, ``"float32"``, ``"bfloat16"``, ``"float16"``, a :class:`~voicehub.core.DType`
                 or a torch dtype.
             lazy_load: defer loading to the first inference call.
             config: a model config (its ``model_type`` selects the model).
+            torch_dtype: an alias of ``dtype`` (transformers' older spelling); both given and
+                different is a ``ConfigError``.
 
         Returns:
             The task wrapper (a :class:`~voicehub.modeling.PreTrainedSpeechModel` subclass); the
@@ -494,7 +567,13 @@ class AutoModel(_BaseAutoModel):
         """
         lazy_load = check_flag(lazy_load, name="lazy_load")
         return cls._create(
-            source, model_type=model_type, device=device, dtype=dtype, lazy_load=lazy_load, config=config
+            source,
+            model_type=model_type,
+            device=device,
+            dtype=dtype,
+            lazy_load=lazy_load,
+            config=config,
+            torch_dtype=torch_dtype,
         )
 
 
@@ -516,6 +595,7 @@ class _TaskAutoModel(_BaseAutoModel, Generic[WrapperT]):
         dtype: DTypeLike = "auto",
         lazy_load: bool = True,
         config: ModelConfig | None = None,
+        torch_dtype: DTypeLike | None = None,
     ) -> WrapperT:
         """Create the wrapper of a registered model of this factory's task (see :meth:`AutoModel.from_pretrained`).
 
@@ -526,7 +606,13 @@ class _TaskAutoModel(_BaseAutoModel, Generic[WrapperT]):
         """
         lazy_load = check_flag(lazy_load, name="lazy_load")
         model = cls._create(
-            source, model_type=model_type, device=device, dtype=dtype, lazy_load=lazy_load, config=config
+            source,
+            model_type=model_type,
+            device=device,
+            dtype=dtype,
+            lazy_load=lazy_load,
+            config=config,
+            torch_dtype=torch_dtype,
         )
         base = cls.wrapper_base()
         if not isinstance(model, base):

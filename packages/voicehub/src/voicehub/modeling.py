@@ -143,7 +143,26 @@ def _is_model_config(path: Path) -> bool:
         document = strict_json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return True  # let the config reader report the problem with its path
-    return isinstance(document, dict) and "model_type" in document
+    return isinstance(document, dict) and "model_type" in document and MODEL_CATALOG.upstream_spec_of(document) is None
+
+
+def dtype_request(dtype: DTypeLike, torch_dtype: DTypeLike | None) -> DType:
+    """The dtype asked for through ``dtype=`` or its alias ``torch_dtype=`` (transformers' older name).
+
+    Raises:
+        ConfigError: when both are given and differ, naming both.
+        DeviceError: for a malformed dtype.
+    """
+    requested = normalize_dtype(dtype)
+    if torch_dtype is None:
+        return requested
+    alias = normalize_dtype(torch_dtype)
+    if requested is not DType.AUTO and requested is not alias:
+        raise ConfigError(
+            f"dtype={requested.value!r} and torch_dtype={alias.value!r} disagree; torch_dtype is an alias of dtype, "
+            "pass only one of them"
+        )
+    return alias
 
 
 class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
@@ -267,6 +286,7 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
         device: DeviceLike = "auto",
         dtype: DTypeLike = "auto",
         lazy_load: bool = True,
+        torch_dtype: DTypeLike | None = None,
     ) -> Self:
         """Create a wrapper for a checkpoint; load it now only when ``lazy_load`` is false.
 
@@ -278,12 +298,15 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
             device: see :meth:`__init__`.
             dtype: see :meth:`__init__`.
             lazy_load: defer loading to the first inference call (the default).
+            torch_dtype: an alias of ``dtype`` (transformers' older spelling).
 
         Raises:
-            ConfigError: for an unreadable or foreign saved config.
+            ConfigError: for an unreadable or foreign saved config, or ``dtype`` and ``torch_dtype``
+                that disagree.
             CheckpointNotFoundError: when ``lazy_load`` is false and the source does not resolve.
         """
         lazy_load = check_flag(lazy_load, name="lazy_load")
+        dtype = dtype_request(dtype, torch_dtype)
         parsed = parse_source(source) if source is not None else cls.registered_default_source()
         options = None
         if isinstance(parsed, LocalSource):
@@ -352,6 +375,60 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
     def device(self) -> Device:
         """The device the runtime lives on once loaded; the requested device before that."""
         return self._device if self._device is not None else self._requested_device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The ``torch.dtype`` the model computes in: its graph's floating parameters' once loaded (an
+        optimization pass may have changed it), the requested one before that (``"auto"``: float32)."""
+        torch = import_optional("torch", purpose="reading a model's dtype")
+        module = self._runtime.module if self._runtime is not None else None
+        if isinstance(module, torch.nn.Module):
+            for parameter in module.parameters():
+                if parameter.is_floating_point():
+                    return parameter.dtype  # type: ignore[no-any-return]
+        requested = self._requested_dtype
+        return getattr(torch, "float32" if requested is DType.AUTO else requested.value)  # type: ignore[no-any-return]
+
+    def to(self, device: DeviceLike) -> Self:
+        """Move the model to ``device`` (as ``torch.nn.Module.to`` does) and return it.
+
+        A loaded runtime is moved now (its dtype kept); a lazy wrapper records the device, where
+        its first load puts the weights. Waits for running task calls (calls started meanwhile
+        wait for the move).
+
+        Args:
+            device: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"mps"`` or a :class:`~voicehub.core.Device`.
+
+        Returns:
+            This wrapper.
+
+        Raises:
+            DeviceError: for a malformed device, one that is not available, or one the model's
+                architecture is not verified on (the wrapper stays where it was).
+            LifecycleError: while an optimization plan is active (its state may be tied to the
+                device; restore it first).
+        """
+        requested = normalize_device(device)
+        with self._calls.change(), self._lock:
+            if self._runtime is None:
+                self._requested_device = requested
+                return self
+            for mode in RuntimeState.loaded():
+                if self._optimization.active(mode) is not None:
+                    raise LifecycleError(
+                        f"{type(self).__name__}.to({str(requested)!r}): an optimization plan is active in "
+                        f"{mode.value!r} mode; call restore_optimization_plan(mode={mode.value!r}) first, then move"
+                    )
+            previous = self._requested_device
+            self._requested_device = requested
+            try:
+                target = self._select_device()
+                self._runtime = self._move_runtime(self._runtime, device=target, dtype=self.dtype)
+            except BaseException:
+                self._requested_device = previous
+                raise
+            self._device = target
+            return self
 
     def architecture_spec(self) -> ArchitectureSpec | None:
         """The native architecture of this model, from the catalogs (``None`` if it has none)."""
@@ -810,4 +887,5 @@ __all__ = [
     "PreTrainedSpeechModel",
     "RuntimeT",
     "SourceLike",
+    "dtype_request",
 ]

@@ -504,14 +504,21 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
     def _assemble(
         self, waveform: Waveform, decoded: Sequence[tuple[ASROutput, tuple[ASRSegment, ...]]], options: OptionsT
     ) -> ASROutput:
-        """One input's output from its decoded windows (each: the model's output and its segments)."""
+        """One input's output from its decoded windows (each: the model's output and its segments).
+
+        The language is the one most windows were decoded in (the first of them on a tie); its
+        probability is the mean of those windows' probabilities of it (1.0 when it was given).
+        """
         segments = tuple(s for _, window_segments in decoded for s in window_segments)
-        languages = [result.language for result, _ in decoded if result.language]
-        language = max(set(languages), key=languages.count) if languages else getattr(options, "language", None)
+        language, probability = _chosen_language([result for result, _ in decoded])
+        if language is None:
+            language = getattr(options, "language", None)
+            probability = None if language is None else 1.0
         return ASROutput(
             text=join_segments(segments),
             segments=segments,
             language=language,
+            language_probability=probability,
             duration_s=waveform.duration_s,
             source=waveform.source,
             metadata=self._output_metadata(options, vad_chunks=len(decoded)),
@@ -520,11 +527,16 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
     def _long_output(self, waveform: Waveform, pieces: Sequence[ASROutput], options: OptionsT) -> ASROutput:
         """One input's output from the pieces :meth:`_stream_long` yielded."""
         segments = tuple(s for piece in pieces for s in piece.segments)
-        language = next((p.language for p in pieces if p.language), getattr(options, "language", None))
+        first = next((p for p in pieces if p.language), None)
+        language, probability = (first.language, first.language_probability) if first is not None else (None, None)
+        if language is None:
+            language = getattr(options, "language", None)
+            probability = None if language is None else 1.0
         return ASROutput(
             text=join_segments(segments),
             segments=segments,
             language=language,
+            language_probability=probability,
             duration_s=waveform.duration_s,
             source=waveform.source,
             metadata=dict(pieces[0].metadata) if pieces else self._output_metadata(options, vad_chunks=0),
@@ -641,6 +653,24 @@ class PreTrainedASRModel(PreTrainedAudioModel[ConfigT, OptionsT, RuntimeT]):
     def _output_metadata(self, options: OptionsT, *, vad_chunks: int) -> dict[str, Any]:
         """Strict-JSON details recorded in every output."""
         return {"model_type": self.model_type, "windows": vad_chunks}
+
+
+def _chosen_language(results: Sequence[ASROutput]) -> tuple[str | None, float | None]:
+    """The language most ``results`` were decoded in (the first one on a tie) and its mean probability over them.
+
+    A result without a probability counts as 1.0 (a model that states its language without
+    detecting it). ``(None, None)`` when no result names a language.
+    """
+    languages = [result.language for result in results if result.language]
+    if not languages:
+        return None, None
+    language = max(dict.fromkeys(languages), key=languages.count)
+    probabilities = [
+        1.0 if result.language_probability is None else result.language_probability
+        for result in results
+        if result.language == language
+    ]
+    return language, min(max(sum(probabilities) / len(probabilities), 0.0), 1.0)
 
 
 def words_of(output: ASROutput) -> tuple[ASRWord, ...]:

@@ -29,8 +29,15 @@ def _finite_time(name: str, value: float) -> None:
 def _probability(name: str, value: float | None) -> None:
     if value is None:
         return
-    if not isinstance(value, (int, float)) or not (0.0 <= float(value) <= 1.0):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0.0 <= float(value) <= 1.0):
         raise OutputValidationError(f"{name} must be in [0, 1], got {value!r}")
+
+
+def _finite(name: str, value: float | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise OutputValidationError(f"{name} must be a finite number or None, got {value!r}")
 
 
 def _metadata(metadata: Mapping[str, Any]) -> None:
@@ -205,7 +212,24 @@ class ASRWord:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class ASRSegment:
-    """A stretch of recognised text with its time span in seconds."""
+    """A stretch of recognised text with its time span in seconds.
+
+    The decoding details (``tokens`` to ``temperature``) are those openai-whisper writes per
+    segment (``whisper/transcribe.py``, ``new_segment``); ``None`` when the model has no such value
+    (Moonshine has no confidences, for example).
+
+    Attributes:
+        text: the segment's text, stripped.
+        start_s, end_s: its span in seconds from the start of the input.
+        words: its timed words (empty unless word timestamps were asked for and the model has them).
+        confidence: a score in [0, 1] (Whisper: ``exp(avg_logprob)``), if the model has one.
+        language: the language code it was decoded in, if known.
+        tokens: the token ids it was decoded from (Whisper: timestamp tokens included).
+        avg_logprob: mean log-probability of the tokens of the decoding it came from (<= 0).
+        no_speech_prob: probability in [0, 1] that its window holds no speech.
+        compression_ratio: gzip compression ratio of its window's text (> 0).
+        temperature: the sampling temperature it was decoded at (0 is greedy or beam search).
+    """
 
     text: str
     start_s: float
@@ -213,6 +237,11 @@ class ASRSegment:
     words: tuple[ASRWord, ...] = ()
     confidence: float | None = None
     language: str | None = None
+    tokens: tuple[int, ...] | None = None
+    avg_logprob: float | None = None
+    no_speech_prob: float | None = None
+    compression_ratio: float | None = None
+    temperature: float | None = None
 
     def __post_init__(self) -> None:
         _finite_time("segment start_s", self.start_s)
@@ -226,6 +255,43 @@ class ASRSegment:
                     f"word {word.text!r} [{word.start_s}, {word.end_s}] lies outside its segment "
                     f"[{self.start_s}, {self.end_s}]"
                 )
+        if self.tokens is not None:
+            if isinstance(self.tokens, list):
+                object.__setattr__(self, "tokens", tuple(self.tokens))
+            if not isinstance(self.tokens, tuple) or any(
+                isinstance(t, bool) or not isinstance(t, int) or t < 0 for t in self.tokens
+            ):
+                raise OutputValidationError(
+                    f"segment tokens must be a tuple of token ids (ints >= 0) or None, got {self.tokens!r}"
+                )
+        _finite("segment avg_logprob", self.avg_logprob)
+        if self.avg_logprob is not None and self.avg_logprob > 1e-6:
+            raise OutputValidationError(f"segment avg_logprob must be <= 0 (a log-probability), got {self.avg_logprob}")
+        _probability("segment no_speech_prob", self.no_speech_prob)
+        _finite("segment compression_ratio", self.compression_ratio)
+        if self.compression_ratio is not None and self.compression_ratio < 0:
+            raise OutputValidationError(f"segment compression_ratio must be >= 0, got {self.compression_ratio}")
+        _finite("segment temperature", self.temperature)
+        if self.temperature is not None and self.temperature < 0:
+            raise OutputValidationError(f"segment temperature must be >= 0, got {self.temperature}")
+
+    def spelled_words(self) -> tuple[str, ...]:
+        """Each word as written in ``" " + text``: with the whitespace before it (a space if not found there).
+
+        openai-whisper's words carry their leading space (``" He"``, ``"-hearted"``); joined, the
+        words of a segment give its text back, which subtitle writers rely on.
+        """
+        text = " " + self.text
+        cursor = 0
+        spelled = []
+        for word in self.words:
+            found = text.find(word.text, cursor) if word.text else -1
+            if found < 0 or text[cursor:found].strip():
+                spelled.append(" " + word.text)  # not where expected: a space, as whisper's words start
+                continue
+            spelled.append(text[cursor:found] + word.text)
+            cursor = found + len(word.text)
+        return tuple(spelled)
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -236,6 +302,10 @@ class ASROutput:
         text: the whole transcript, stripped.
         segments: time-stamped segments in order.
         language: detected or forced language code (ISO 639-1), if known.
+        language_probability: the probability in [0, 1] of ``language``: 1.0 when it was given or
+            the model knows one language only, the detected probability otherwise (over several
+            VAD chunks: the chosen language's mean over the chunks decoded in it); ``None`` when
+            there is no language.
         duration_s: length of the input in seconds.
         source: the input's file path or ``"array"``.
         metadata: strict-JSON model details.
@@ -244,6 +314,7 @@ class ASROutput:
     text: str
     segments: tuple[ASRSegment, ...] = ()
     language: str | None = None
+    language_probability: float | None = None
     duration_s: float | None = None
     source: str = "array"
     metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -253,6 +324,7 @@ class ASROutput:
             object.__setattr__(self, "text", self.text.strip())
         if self.duration_s is not None:
             _finite_time("duration_s", self.duration_s)
+        _probability("language_probability", self.language_probability)
         previous = 0.0
         for index, segment in enumerate(self.segments):
             if segment.start_s < previous - 1e-6:
@@ -263,8 +335,65 @@ class ASROutput:
         _metadata(self.metadata)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
+        """JSON-ready form: every field under its own name (``start_s``, words' ``text`` and ``confidence``).
+
+        This is VoiceHub's own schema (``voicehub transcribe --jsonl``); :meth:`to_whisper_dict` is
+        openai-whisper's (``voicehub transcribe -f json``).
+        """
         return dataclasses.asdict(self) | {"metadata": dict(self.metadata)}
+
+    def to_whisper_dict(self) -> dict[str, Any]:
+        """The result dict of openai-whisper's ``transcribe`` (``whisper/transcribe.py``, v20250625), strict JSON.
+
+        Keys: ``text``, ``segments`` and ``language`` as openai-whisper returns them, each segment
+        with ``id`` (its index), ``seek``, ``start``, ``end`` (seconds), ``text``, ``tokens``,
+        ``temperature``, ``avg_logprob``, ``compression_ratio``, ``no_speech_prob``, and ``words``
+        (``{word, start, end, probability}``) only when the output has timed words, so that
+        whisper's own writers (``whisper.utils.WriteSRT``...) read it as they read their own.
+        Added, not substituted: ``language_probability``, ``duration`` (seconds), ``source``,
+        ``metadata``.
+
+        Differences from openai-whisper's values, for the same meaning:
+
+        * ``seek`` is the segment's start in 10 ms mel frames (openai-whisper gives the start of
+          the 30 s window that decoded it; no writer reads it);
+        * a segment's ``text`` starts with one space, as openai-whisper writes it for languages
+          written with spaces (VoiceHub joins segments with a space for every language), and
+          each word's ``word`` carries the whitespace before it in that text (so the words of a
+          segment join back into its text);
+        * a value the model does not have (Moonshine's ``tokens``, ``avg_logprob``...; a word's
+          ``probability``) is ``null``.
+        """
+        has_words = any(segment.words for segment in self.segments)
+        segments = []
+        for index, segment in enumerate(self.segments):
+            record: dict[str, Any] = {
+                "id": index,
+                "seek": round(segment.start_s * 100),
+                "start": segment.start_s,
+                "end": segment.end_s,
+                "text": " " + segment.text,
+                "tokens": None if segment.tokens is None else list(segment.tokens),
+                "temperature": segment.temperature,
+                "avg_logprob": segment.avg_logprob,
+                "compression_ratio": segment.compression_ratio,
+                "no_speech_prob": segment.no_speech_prob,
+            }
+            if has_words:
+                record["words"] = [
+                    {"word": spelled, "start": word.start_s, "end": word.end_s, "probability": word.confidence}
+                    for word, spelled in zip(segment.words, segment.spelled_words(), strict=True)
+                ]
+            segments.append(record)
+        return {
+            "text": self.text,
+            "segments": segments,
+            "language": self.language,
+            "language_probability": self.language_probability,
+            "duration": self.duration_s,
+            "source": self.source,
+            "metadata": dict(self.metadata),
+        }
 
 
 # --------------------------------------------------------------------------- TTS

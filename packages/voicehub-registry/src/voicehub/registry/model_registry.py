@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from voicehub.core.errors import UnknownModelError, UnknownTaskError, check_flag
@@ -73,6 +73,18 @@ class ModelSpec:
         training_spec: ``"module:attr"`` of the integration's training declaration (a
             ``voicehub.training.ModelTrainingSpec``), read by ``voicehub.training.get_training_spec``;
             ``None`` when the integration has not declared one yet (then training refuses it and says so).
+        upstream_model_types: the ``model_type`` values and ``architectures`` class names of an
+            upstream (Hugging Face transformers) ``config.json`` whose checkpoints this integration
+            loads (``"whisper"``, ``"whisperforconditionalgeneration"``); ``AutoModel`` picks the
+            model of such a directory by them, as transformers' ``AutoConfig`` does. Case-insensitive.
+        hub_ids: Hub repositories (``owner/name``) whose weights are this model's default source:
+            ``from_pretrained("<hub id>")`` loads the shipped checkpoint, offline.
+        shipped_checkpoints: upstream checkpoint names (openai-whisper's ``base``) whose weights are
+            this model's default source; a lookup by one gives this model. Not aliases: such names
+            are the upstream family's, too generic to be VoiceHub model names.
+        known_checkpoints: ``(name, where to get it)`` pairs of upstream checkpoints this integration
+            loads from a source but does not ship (``("small", "hf:openai/whisper-small")``); looking
+            such a name up as a model type raises an error saying so and what to do.
     """
 
     model_type: str
@@ -87,6 +99,10 @@ class ModelSpec:
     license: str | None = None
     description: str = ""
     training_spec: str | None = None
+    upstream_model_types: tuple[str, ...] = ()
+    hub_ids: tuple[str, ...] = ()
+    shipped_checkpoints: tuple[str, ...] = ()
+    known_checkpoints: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         model_type = normalize_name(self.model_type, what="model_type")
@@ -120,6 +136,33 @@ class ModelSpec:
             raise SpecError(f"description must be a string, got {self.description!r}", field="description")
         if self.training_spec is not None:
             set_(self, "training_spec", _reference(self.training_spec, "training_spec"))
+        set_(
+            self,
+            "upstream_model_types",
+            normalize_names(self.upstream_model_types, owner="ModelSpec", field="upstream_model_types"),
+        )
+        hub_ids = normalize_names(self.hub_ids, owner="ModelSpec", field="hub_ids")
+        if any(hub_id.count("/") != 1 or hub_id.startswith("/") or hub_id.endswith("/") for hub_id in hub_ids):
+            raise SpecError(
+                f"ModelSpec {model_type!r}: hub_ids must be 'owner/name' ids, got {hub_ids}", field="hub_ids"
+            )
+        set_(self, "hub_ids", hub_ids)
+        set_(
+            self,
+            "shipped_checkpoints",
+            normalize_names(self.shipped_checkpoints, owner="ModelSpec", field="shipped_checkpoints"),
+        )
+        checkpoints = tuple(self.known_checkpoints)
+        if any(
+            not isinstance(pair, tuple) or len(pair) != 2 or not all(isinstance(v, str) and v.strip() for v in pair)
+            for pair in checkpoints
+        ):
+            raise SpecError(
+                f"ModelSpec {model_type!r}: known_checkpoints must be (name, where to get it) string pairs, "
+                f"got {checkpoints!r}",
+                field="known_checkpoints",
+            )
+        set_(self, "known_checkpoints", tuple((normalize_name(n, what="known_checkpoints"), w) for n, w in checkpoints))
 
     @property
     def name(self) -> str:
@@ -225,6 +268,10 @@ class ModelSpec:
             "license": self.license,
             "description": self.description,
             "training_spec": self.training_spec,
+            "upstream_model_types": list(self.upstream_model_types),
+            "hub_ids": list(self.hub_ids),
+            "shipped_checkpoints": list(self.shipped_checkpoints),
+            "known_checkpoints": [list(pair) for pair in self.known_checkpoints],
         }
 
 
@@ -270,7 +317,100 @@ class ModelRegistry(_NamedRegistry[ModelSpec]):
                         name=spec.model_type,
                         owner=current,
                     )
+            self._check_upstream_claims(spec)
             return self._register(spec, exist_ok=exist_ok)
+
+    def _check_upstream_claims(self, spec: ModelSpec) -> None:
+        """Refuse a spec claiming an upstream model type or hub id another model type already claims."""
+        for other in self._specs.values():
+            if other.model_type == spec.model_type:
+                continue
+            for field in ("upstream_model_types", "hub_ids", "shipped_checkpoints"):
+                shared = set(getattr(spec, field)) & set(getattr(other, field))
+                if shared:
+                    raise DuplicateRegistrationError(
+                        f"model {spec.model_type!r}: {field} {sorted(shared)} already belong to {other.model_type!r}; "
+                        "one upstream name leads to one model, so remove them from one of the two",
+                        name=spec.model_type,
+                        owner=other.model_type,
+                    )
+
+    def get(self, name: str) -> ModelSpec:
+        """Return the spec registered under ``name`` or one of its aliases (case-insensitive).
+
+        Raises:
+            UnknownModelError: (a ``KeyError``) listing every registered name; for the name of an
+                upstream checkpoint a model loads but VoiceHub does not ship (``known_checkpoints``),
+                the message names that model and where to get the checkpoint.
+        """
+        try:
+            return super().get(name)
+        except UnknownModelError as err:
+            key = name.strip().lower() if isinstance(name, str) else ""
+            shipped = next((spec for spec in self.list() if key in spec.shipped_checkpoints), None)
+            if shipped is not None:
+                return shipped
+            found = self.find_known_checkpoint(name) if isinstance(name, str) else None
+            if found is None:
+                raise
+            spec, where = found
+            err.args = (
+                f"{name!r} is an upstream checkpoint that {spec.model_type!r} loads but that is not shipped here; "
+                f"download it ({where}) and pass its local path as source with model_type={spec.model_type!r} "
+                f"(command line: --model {spec.model_type} --source PATH); shipped models: "
+                f"{', '.join(err.available)}",
+            )
+            raise
+
+    def find_upstream(self, model_type: str | None, architectures: Iterable[str] = ()) -> ModelSpec | None:
+        """The spec that loads checkpoints of an upstream ``config.json`` (see ``ModelSpec.upstream_model_types``).
+
+        Args:
+            model_type: the file's ``model_type`` (``"whisper"``), if any.
+            architectures: the file's ``architectures`` class names, tried after ``model_type``.
+
+        Returns:
+            The first spec declaring one of them, or ``None``.
+        """
+        names = [name.strip().lower() for name in (model_type, *architectures) if isinstance(name, str)]
+        specs = self.list()
+        for name in names:
+            for spec in specs:
+                if name in spec.upstream_model_types:
+                    return spec
+        return None
+
+    def upstream_spec_of(self, document: Mapping[str, object]) -> ModelSpec | None:
+        """The spec that loads the checkpoint of an upstream ``config.json`` document, or ``None`` for VoiceHub's own.
+
+        A config written by ``save_pretrained`` carries ``"type"`` (``ModelConfig.to_dict``); one
+        without it whose ``model_type`` or ``architectures`` a spec declares in
+        ``upstream_model_types`` is an upstream (Hugging Face) checkpoint's config.
+        """
+        if "type" in document:
+            return None
+        model_type = document.get("model_type")
+        architectures = document.get("architectures")
+        names = [a for a in architectures if isinstance(a, str)] if isinstance(architectures, list) else []
+        return self.find_upstream(model_type if isinstance(model_type, str) else None, names)
+
+    def upstream_model_types(self) -> dict[str, str]:
+        """Every declared upstream ``model_type`` or architecture name -> the model type that loads it."""
+        return {name: spec.model_type for spec in self.list() for name in spec.upstream_model_types}
+
+    def find_hub_id(self, repo_id: str) -> ModelSpec | None:
+        """The spec whose default source holds the weights of Hub repository ``repo_id`` (``hub_ids``), or ``None``."""
+        key = repo_id.strip().lower()
+        return next((spec for spec in self.list() if key in spec.hub_ids), None)
+
+    def find_known_checkpoint(self, name: str) -> tuple[ModelSpec, str] | None:
+        """The spec declaring ``name`` as an upstream checkpoint it loads but does not ship, and where to get it."""
+        key = name.strip().lower()
+        for spec in self.list():
+            for checkpoint, where in spec.known_checkpoints:
+                if checkpoint == key:
+                    return spec, where
+        return None
 
     def unregister(self, name: str) -> ModelSpec:
         """Remove a model and every alias pointing to it; return its spec.

@@ -212,6 +212,18 @@ def _check_model_task(task: SpeechTask, model_type: str) -> None:
                 f"--model takes a registered model name ({names}), got the path {model_type!r}; to load a "
                 f"checkpoint file or a saved directory, pass it as --source {model_type}"
             ) from None
+        from voicehub.registry import MODEL_CATALOG
+
+        known = MODEL_CATALOG.find_known_checkpoint(model_type)
+        if known is not None:
+            spec, where = known
+            siblings = [s for s in list_model_specs(task) if s.architecture == spec.architecture]
+            shipped = "; ".join(f"{s.model_type} ({', '.join((*s.aliases, *s.shipped_checkpoints))})" for s in siblings)
+            raise click.UsageError(
+                f"--model {model_type}: this checkpoint's weights are not shipped with VoiceHub (shipped: {shipped}); "
+                f"{spec.model_type} loads it from a local copy: download it from {where} (e.g. `hf download "
+                f"{where.removeprefix('hf:')} --local-dir DIR`) and run with --model {spec.model_type} --source DIR"
+            ) from None
         raise click.UsageError(
             f"--model {model_type}: no such model; this command runs {task.value} models ({names}); "
             "`voicehub models` lists every registered model"

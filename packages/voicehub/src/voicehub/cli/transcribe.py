@@ -27,6 +27,7 @@ from voicehub.cli._inputs import (
 )
 from voicehub.cli._options import CommonOptions, common_options
 from voicehub.cli._outputs import echo_json_line, input_ids, write_destination
+from voicehub.cli._subtitles import SubtitleOptions, subtitle_cues
 from voicehub.core import strict_json
 from voicehub.core.audio import AudioLike, Waveform, display_path, is_raw_pcm, load_audio, pcm_to_float
 from voicehub.core.audio_stream import audio_file_info
@@ -36,6 +37,35 @@ from voicehub.core.outputs import ASROutput, ASRSegment
 from voicehub.core.tasks import SpeechTask
 
 _LOG = logging.getLogger(__name__)
+
+
+class _Unset:
+    """The value of a threshold flag that was not given (``None`` is a value: "never")."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = _Unset()
+
+
+class _OptionalFloat(click.ParamType[float | None, object]):
+    """A float, or ``None`` written ``None``/``none`` (openai-whisper's ``optional_float``)."""
+
+    name = "float|None"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float | None:
+        if value is None or isinstance(value, (float, _Unset)):
+            return value  # type: ignore[return-value]
+        if str(value).strip().lower() == "none":
+            return None
+        try:
+            return float(str(value))
+        except ValueError:
+            self.fail(f"expected a number or None, got {value!r}", param, ctx)
+
+
+OPTIONAL_FLOAT = _OptionalFloat()
 
 STDIN = "-"
 """The argument naming audio on standard input (any format libsndfile reads; outputs are named ``stdin``).
@@ -55,14 +85,25 @@ def _clock(seconds: float, separator: str) -> str:
     return f"{hours:02d}:{minutes:02d}:{secs:02d}{separator}{ms:03d}"
 
 
+def _srt_block(index: int, start_s: float, end_s: float, text: str) -> str:
+    return f"{index}\n{_clock(start_s, ',')} --> {_clock(end_s, ',')}\n{text}\n"
+
+
+def _vtt_block(start_s: float, end_s: float, text: str) -> str:
+    return f"{_clock(start_s, '.')} --> {_clock(end_s, '.')}\n{text}\n"
+
+
 def srt_cue(index: int, segment: ASRSegment) -> str:
-    """One SubRip cue: its number (from 1), ``HH:MM:SS,mmm --> HH:MM:SS,mmm`` and the text."""
-    return f"{index}\n{_clock(segment.start_s, ',')} --> {_clock(segment.end_s, ',')}\n{segment.text}\n"
+    """One SubRip cue of a segment: its number (from 1), ``HH:MM:SS,mmm --> HH:MM:SS,mmm`` and the text
+    (``-->`` in the text written ``->``, as openai-whisper does)."""
+    (start_s, end_s, text), *_ = subtitle_cues([segment], timed=False)
+    return _srt_block(index, start_s, end_s, text)
 
 
 def vtt_cue(segment: ASRSegment) -> str:
-    """One WebVTT cue: ``HH:MM:SS.mmm --> HH:MM:SS.mmm`` and the text."""
-    return f"{_clock(segment.start_s, '.')} --> {_clock(segment.end_s, '.')}\n{segment.text}\n"
+    """One WebVTT cue of a segment: ``HH:MM:SS.mmm --> HH:MM:SS.mmm`` and the text."""
+    (start_s, end_s, text), *_ = subtitle_cues([segment], timed=False)
+    return _vtt_block(start_s, end_s, text)
 
 
 def tsv_row(segment: ASRSegment) -> str:
@@ -74,31 +115,46 @@ VTT_HEADER = "WEBVTT\n\n"
 TSV_HEADER = "start\tend\ttext\n"
 
 
-def format_txt(output: ASROutput) -> str:
+def _has_words(output: ASROutput) -> bool:
+    """Whether cues come from words: the output has timed words (its whisper JSON then has ``words``)."""
+    return any(segment.words for segment in output.segments)
+
+
+def format_txt(output: ASROutput, subtitles: SubtitleOptions | None = None) -> str:
     """One line per segment."""
     return "".join(f"{segment.text}\n" for segment in output.segments)
 
 
-def format_srt(output: ASROutput) -> str:
-    """SubRip: numbered cues, ``HH:MM:SS,mmm --> HH:MM:SS,mmm``, a blank line between cues."""
-    return "\n".join(srt_cue(index, s) for index, s in enumerate(output.segments, 1))
+def format_srt(output: ASROutput, subtitles: SubtitleOptions | None = None) -> str:
+    """SubRip: numbered cues, ``HH:MM:SS,mmm --> HH:MM:SS,mmm``, a blank line between cues.
+
+    Cues are cut as openai-whisper's ``WriteSRT`` cuts them (:mod:`voicehub.cli._subtitles`): one per
+    segment, or from the words when the output has them (shaped by ``subtitles``).
+    """
+    cues = subtitle_cues(output.segments, subtitles, timed=_has_words(output))
+    return "\n".join(_srt_block(index, *cue) for index, cue in enumerate(cues, 1))
 
 
-def format_vtt(output: ASROutput) -> str:
-    """WebVTT: the ``WEBVTT`` header, then ``HH:MM:SS.mmm --> HH:MM:SS.mmm`` cues."""
-    return VTT_HEADER + "\n".join(vtt_cue(s) for s in output.segments)
+def format_vtt(output: ASROutput, subtitles: SubtitleOptions | None = None) -> str:
+    """WebVTT: the ``WEBVTT`` header, then ``HH:MM:SS.mmm --> HH:MM:SS.mmm`` cues (cut as :func:`format_srt`)."""
+    cues = subtitle_cues(output.segments, subtitles, timed=_has_words(output))
+    return VTT_HEADER + "\n".join(_vtt_block(*cue) for cue in cues)
 
 
-def format_tsv(output: ASROutput) -> str:
+def format_tsv(output: ASROutput, subtitles: SubtitleOptions | None = None) -> str:
     """Tab-separated ``start``, ``end`` (integer milliseconds) and ``text``, with a header (openai-whisper's)."""
     return TSV_HEADER + "".join(tsv_row(s) for s in output.segments)
 
 
-def echo_segments(stream: Iterable[ASRSegment], output_format: str, prefix: str) -> None:
+def echo_segments(
+    stream: Iterable[ASRSegment], output_format: str, prefix: str, subtitles: SubtitleOptions | None = None
+) -> None:
     """Print segments on stdout as they come, in ``output_format`` (txt, srt, vtt or tsv).
 
     The bytes printed equal the whole document's (``txt``: the transcript on one line after
-    ``prefix``, as for a finished output; the others: :data:`FORMATS`' writer).
+    ``prefix``, as for a finished output; the others: :data:`FORMATS`' writer). SRT and VTT cues
+    are cut by :func:`~voicehub.cli._subtitles.subtitle_cues` (from the words when the first segment
+    has them), each printed once the segments that close it have arrived.
     """
     if output_format == "txt":
         click.echo(prefix, nl=False)
@@ -109,31 +165,35 @@ def echo_segments(stream: Iterable[ASRSegment], output_format: str, prefix: str)
         finally:
             click.echo("")  # a failure part-way still ends the line
         return
+    if output_format == "tsv":
+        click.echo(TSV_HEADER, nl=False)
+        for segment in stream:
+            click.echo(tsv_row(segment), nl=False)
+        return
     if output_format == "vtt":
         click.echo(VTT_HEADER, nl=False)
-    elif output_format == "tsv":
-        click.echo(TSV_HEADER, nl=False)
-    for index, segment in enumerate(stream, 1):
-        if output_format == "tsv":
-            click.echo(tsv_row(segment), nl=False)
-            continue
-        cue = srt_cue(index, segment) if output_format == "srt" else vtt_cue(segment)
-        click.echo(cue if index == 1 else "\n" + cue, nl=False)
+    for index, cue in enumerate(subtitle_cues(stream, subtitles), 1):
+        block = _srt_block(index, *cue) if output_format == "srt" else _vtt_block(*cue)
+        click.echo(block if index == 1 else "\n" + block, nl=False)
 
 
-def format_json(output: ASROutput) -> str:
-    """The whole :class:`~voicehub.core.ASROutput` as strict JSON (text, segments, words, language...)."""
-    return strict_json.dumps(output.to_dict(), indent=2) + "\n"
+def format_json(output: ASROutput, subtitles: SubtitleOptions | None = None) -> str:
+    """openai-whisper's result as strict JSON (:meth:`~voicehub.core.ASROutput.to_whisper_dict`), indented.
+
+    Tools that read whisper's JSON (its own ``WriteSRT``...) read it; VoiceHub's own fields
+    (``language_probability``, ``duration``, ``source``, ``metadata``) are added beside whisper's.
+    """
+    return strict_json.dumps(output.to_whisper_dict(), indent=2) + "\n"
 
 
-FORMATS: dict[str, Callable[[ASROutput], str]] = {
+FORMATS: dict[str, Callable[[ASROutput, SubtitleOptions | None], str]] = {
     "txt": format_txt,
     "json": format_json,
     "srt": format_srt,
     "vtt": format_vtt,
     "tsv": format_tsv,
 }
-"""Output format name -> writer; ``all`` writes every one."""
+"""Output format name -> writer (the output, and how to cut srt/vtt cues); ``all`` writes every one."""
 
 STREAMED_FORMATS = ("txt", "srt", "vtt", "tsv")
 """Formats printed on stdout segment by segment as the model decodes them (json is printed whole)."""
@@ -217,6 +277,31 @@ def _check_checkpoint_options(model: Any, options: Any, language: str | None, ta
         raise click.UsageError(flag + str(err)) from err
 
 
+def _check_subtitle_formats(subtitles: SubtitleOptions, formats: Sequence[str], *, as_jsonl: bool) -> None:
+    """The subtitle options shape srt and vtt only: refuse them when neither is written.
+
+    Raises:
+        click.UsageError: naming the flags given and the formats that use them.
+    """
+    if not as_jsonl and {"srt", "vtt"} & set(formats):
+        return
+    given = [
+        flag
+        for flag, value in (
+            ("--max-line-width", subtitles.max_line_width),
+            ("--max-line-count", subtitles.max_line_count),
+            ("--max-words-per-line", subtitles.max_words_per_line),
+            ("--highlight-words", subtitles.highlight_words or None),
+        )
+        if value is not None
+    ]
+    written = "--jsonl" if as_jsonl else "-f " + ",".join(formats)
+    raise click.UsageError(
+        f"{' and '.join(given)} cut srt and vtt subtitles, but {written} writes neither; add -f srt, -f vtt or "
+        "-f all, or drop the option"
+    )
+
+
 def _duration_s(path: Path | None, sample_rate: int | None) -> float:
     """Length of a file in seconds for the progress bar (0 when unknown: standard input, undecodable)."""
     if path is None:
@@ -229,11 +314,11 @@ def _duration_s(path: Path | None, sample_rate: int | None) -> float:
         return 0.0  # reported, named, when the file is transcribed
 
 
-def _write(output: ASROutput, name: str, directory: Path, formats: Sequence[str]) -> None:
+def _write(output: ASROutput, name: str, directory: Path, formats: Sequence[str], subtitles: SubtitleOptions) -> None:
     for fmt in formats:
         target = directory / f"{name}.{fmt}"
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_destination(target, FORMATS[fmt](output), what=f"{fmt} output")
+        write_destination(target, FORMATS[fmt](output, subtitles), what=f"{fmt} output")
 
 
 TRANSCRIBE_INPUTS_HELP = (
@@ -257,10 +342,84 @@ _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
 @click.option("--source", default=None, help="Checkpoint source (file, directory, hf:owner/name).")
 @click.option("--language", default=None, help="Language code of the speech (default: detected where possible).")
 @click.option("--task", type=click.Choice(["transcribe", "translate"]), default=None, help="Transcribe or translate.")
-@click.option("--beam-size", type=int, default=None, help="Beams at temperature 0 (default 1: greedy).")
+@click.option(
+    "--beam-size",
+    "--beam_size",
+    "beam_size",
+    type=int,
+    default=None,
+    help="Beams at temperature 0 (default 1: greedy).",
+)
+@click.option(
+    "--best-of",
+    "--best_of",
+    "best_of",
+    type=int,
+    default=None,
+    help="Samples drawn at each temperature above 0; the most probable is kept (default 5).",
+)
+@click.option(
+    "--patience",
+    type=float,
+    default=None,
+    help="Beam search stops once round(beam_size * patience) sequences have finished (default 1.0).",
+)
+@click.option(
+    "--initial-prompt",
+    "--initial_prompt",
+    "initial_prompt",
+    default=None,
+    metavar="TEXT",
+    help="Text given to the first window as previous text (vocabulary, spelling, style).",
+)
+@click.option(
+    "--condition-on-previous-text/--no-condition-on-previous-text",
+    "--condition_on_previous_text/--no_condition_on_previous_text",
+    "condition_on_previous_text",
+    default=None,
+    help="Give each window of the sequential long form (--no-vad) the text so far (default: on).",
+)
+@click.option(
+    "--compression-ratio-threshold",
+    "--compression_ratio_threshold",
+    "compression_ratio_threshold",
+    type=OPTIONAL_FLOAT,
+    default=UNSET,
+    metavar="RATIO|None",
+    help="Retry at the next temperature when the text's gzip compression ratio is above this (default 2.4; None: "
+    "never).",
+)
+@click.option(
+    "--logprob-threshold",
+    "--logprob_threshold",
+    "logprob_threshold",
+    type=OPTIONAL_FLOAT,
+    default=UNSET,
+    metavar="LOGPROB|None",
+    help="Retry at the next temperature when the average token log-probability is below this (default -1.0; None: "
+    "never).",
+)
+@click.option(
+    "--no-speech-threshold",
+    "--no_speech_threshold",
+    "no_speech_threshold",
+    type=OPTIONAL_FLOAT,
+    default=UNSET,
+    metavar="PROB|None",
+    help="A window is silence when its no-speech probability is above this and its log-probability below "
+    "--logprob-threshold (default 0.6; None: never).",
+)
 @click.option("--temperature", type=float, default=None, help="A single decoding temperature (no fallback).")
-@click.option("--word-timestamps", is_flag=True, help="Add word times (kept in the json output).")
-@click.option("--batch-size", type=int, default=None, help="Windows decoded together (default 8).")
+@click.option(
+    "--word-timestamps",
+    "--word_timestamps",
+    "word_timestamps",
+    is_flag=True,
+    help="Add word times (kept in the json output; srt/vtt cues then follow the words).",
+)
+@click.option(
+    "--batch-size", "--batch_size", "batch_size", type=int, default=None, help="Windows decoded together (default 8)."
+)
 @click.option(
     "--vad/--no-vad",
     default=None,
@@ -269,7 +428,9 @@ _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
 )
 @click.option(
     "--output-format",
+    "--output_format",
     "-f",
+    "output_format",
     type=click.Choice([*FORMATS, "all"]),
     default="txt",
     show_default=True,
@@ -277,7 +438,9 @@ _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
 )
 @click.option(
     "--output-dir",
+    "--output_dir",
     "-o",
+    "output_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Write <name>.<format> files into this directory (created if missing; existing files of those names "
@@ -290,7 +453,46 @@ _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
     help="Print one strict-JSON object per segment ({path, segment}) as it is decoded, then one per input (its "
     "path and the whole transcript) as it finishes.",
 )
-@click.option("--sample-rate", type=int, default=None, metavar="HZ", help=SAMPLE_RATE_HELP)
+@click.option(
+    "--max-line-width",
+    "--max_line_width",
+    "max_line_width",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="srt/vtt: characters in a line before it breaks (as openai-whisper; needs word times, so it turns "
+    "--word-timestamps on).",
+)
+@click.option(
+    "--max-line-count",
+    "--max_line_count",
+    "max_line_count",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="srt/vtt: lines per cue; with --max-line-width, cues no longer follow the segments (turns "
+    "--word-timestamps on).",
+)
+@click.option(
+    "--max-words-per-line",
+    "--max_words_per_line",
+    "max_words_per_line",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="srt/vtt: words per cue of a segment; no effect with both --max-line-width and --max-line-count "
+    "(turns --word-timestamps on).",
+)
+@click.option(
+    "--highlight-words",
+    "--highlight_words",
+    "highlight_words",
+    is_flag=True,
+    help="srt/vtt: one cue per word, underlined in its line (turns --word-timestamps on).",
+)
+@click.option(
+    "--sample-rate", "--sample_rate", "sample_rate", type=int, default=None, metavar="HZ", help=SAMPLE_RATE_HELP
+)
 @common_options
 def transcribe_command(
     inputs: tuple[str, ...],
@@ -299,6 +501,13 @@ def transcribe_command(
     language: str | None,
     task: str | None,
     beam_size: int | None,
+    best_of: int | None,
+    patience: float | None,
+    initial_prompt: str | None,
+    condition_on_previous_text: bool | None,
+    compression_ratio_threshold: float | _Unset | None,
+    logprob_threshold: float | _Unset | None,
+    no_speech_threshold: float | _Unset | None,
     temperature: float | None,
     word_timestamps: bool,
     batch_size: int | None,
@@ -306,6 +515,10 @@ def transcribe_command(
     output_format: str,
     output_dir: Path | None,
     as_jsonl: bool,
+    max_line_width: int | None,
+    max_line_count: int | None,
+    max_words_per_line: int | None,
+    highlight_words: bool,
     sample_rate: int | None,
     common: CommonOptions,
 ) -> None:
@@ -338,9 +551,31 @@ def transcribe_command(
             ("temperature", temperature),
             ("batch_size", batch_size),
             ("vad", vad),
+            ("best_of", best_of),
+            ("patience", patience),
+            ("initial_prompt", initial_prompt),
+            ("condition_on_previous_text", condition_on_previous_text),
         )
         if value is not None
     }
+    for key, threshold in (
+        ("compression_ratio_threshold", compression_ratio_threshold),
+        ("logprob_threshold", logprob_threshold),
+        ("no_speech_threshold", no_speech_threshold),
+    ):
+        if not isinstance(threshold, _Unset):
+            overrides[key] = threshold  # a number, or None (written None: never)
+    subtitles = SubtitleOptions(
+        max_line_width=max_line_width,
+        max_line_count=max_line_count,
+        max_words_per_line=max_words_per_line,
+        highlight_words=highlight_words,
+    )
+    if subtitles.reshapes:
+        _check_subtitle_formats(subtitles, formats, as_jsonl=as_jsonl and to_stdout)
+        if not word_timestamps:
+            _LOG.info("the subtitle options cut cues at words: --word-timestamps is turned on")
+        word_timestamps = True
     if word_timestamps:
         overrides["word_timestamps"] = True
     try:
@@ -376,12 +611,12 @@ def transcribe_command(
                         for segment in stream:
                             echo_json_line({"path": label, "segment": dataclasses.asdict(segment)})
                     else:
-                        echo_segments(stream, output_format, f"{label}: " if len(files) > 1 else "")
+                        echo_segments(stream, output_format, f"{label}: " if len(files) > 1 else "", subtitles)
                     output = stream.output
                 else:
                     output = model.transcribe(audio, options=options)
                 if directory is not None:
-                    _write(output, name, directory, formats)
+                    _write(output, name, directory, formats, subtitles)
             except VoiceHubError as err:
                 failures.append(str(err))
                 continue
@@ -394,7 +629,7 @@ def transcribe_command(
             elif streams:
                 pass  # printed as it came
             elif to_stdout and output_format != "txt":
-                click.echo(FORMATS[output_format](output), nl=False)
+                click.echo(FORMATS[output_format](output, subtitles), nl=False)
             else:
                 click.echo(f"{label}: {output.text}" if len(files) > 1 else output.text)
     if failures:

@@ -173,12 +173,18 @@ class MoonshineASRModel(PreTrainedASRModel[ASRMoonshineConfig, ASRMoonshineOptio
         for window, offset_s, ids in zip(windows, offsets_s, tokens, strict=True):
             text = runtime.tokenizer.decode(ids)
             end_s = offset_s + window.duration_s
-            segments = (ASRSegment(text=text, start_s=offset_s, end_s=end_s, language=LANGUAGE),) if text else ()
+            token_ids = tuple(int(t) for t in ids)
+            segments = (
+                (ASRSegment(text=text, start_s=offset_s, end_s=end_s, language=LANGUAGE, tokens=token_ids),)
+                if text
+                else ()
+            )
             outputs.append(
                 ASROutput(
                     text=text,
                     segments=segments,
                     language=LANGUAGE,
+                    language_probability=1.0,  # English only
                     duration_s=window.duration_s if offset_s == 0 else None,
                     source=window.source,
                     metadata={"model_type": self.model_type, "num_tokens": len(ids)},

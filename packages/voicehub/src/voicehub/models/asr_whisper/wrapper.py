@@ -104,6 +104,11 @@ def _segment(segment: WhisperSegment, language: str, limit_s: float) -> ASRSegme
         words=words,
         confidence=min(max(float(torch.tensor(segment.avg_logprob).exp()), 0.0), 1.0),
         language=language,
+        tokens=tuple(int(token) for token in segment.tokens),
+        avg_logprob=min(float(segment.avg_logprob), 0.0),
+        no_speech_prob=min(max(float(segment.no_speech_prob), 0.0), 1.0),
+        compression_ratio=float(segment.compression_ratio),
+        temperature=float(segment.temperature),
     )
 
 
@@ -111,6 +116,10 @@ def to_asr_output(
     transcript: WhisperTranscript, *, source: str, metadata: dict[str, Any], offset_s: float = 0.0
 ) -> ASROutput:
     """An :class:`ASROutput` from a Whisper transcript (segment confidence: exp of the average log-probability).
+
+    The segments carry the decoding's tokens, average log-probability, no-speech probability,
+    compression ratio and temperature; the output carries the language and its probability (1.0
+    when given or on an English-only checkpoint).
 
     Args:
         transcript: a whole input's transcript (``offset_s`` 0), or one window's, whose times start
@@ -126,9 +135,10 @@ def to_asr_output(
         text=" ".join(s.text for s in segments),
         segments=segments,
         language=transcript.language,
+        language_probability=min(max(float(transcript.language_probability), 0.0), 1.0),
         duration_s=transcript.duration_s if offset_s == 0 else None,
         source=source,
-        metadata=metadata | {"language_probability": float(transcript.language_probability)},
+        metadata=metadata,
     )
 
 
