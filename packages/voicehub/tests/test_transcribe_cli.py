@@ -324,3 +324,47 @@ def test_bad_threshold_values_name_the_flag(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "--no-speech-threshold 2.0: " in result.output and "[0, 1]" in result.output
     result = CliRunner().invoke(main, ["transcribe", str(CLIP_0930), "--logprob-threshold", "low"])
     assert result.exit_code == 2 and "expected a number or None, got 'low'" in result.output
+
+
+def test_faster_whisper_decoding_flags_reach_the_decoder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from voicehub.models.asr_whisper import wrapper
+
+    seen = []
+    real = wrapper.decoding_options
+
+    def record(options):  # type: ignore[no-untyped-def]
+        seen.append(options)
+        return real(options)
+
+    monkeypatch.setattr(wrapper, "decoding_options", record)
+    long_file = ROOT / "tests" / "data" / "silero" / "test.wav"
+    args = [
+        "transcribe", str(long_file), "--no-vad", "--clip_timestamps", "10,25", "--hotwords", "Piketty",
+        "--suppress-tokens", "-1,50", "--repetition_penalty", "1.2", "--no-repeat-ngram-size", "4",
+        "--word-timestamps", "--hallucination-silence-threshold", "2", "--device", "cpu", "--no-progress",
+    ]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    options = seen[-1]
+    assert (options.clip_timestamps, options.hotwords, options.suppress_tokens) == ((10.0, 25.0), "Piketty", (-1, 50))
+    assert (options.repetition_penalty, options.no_repeat_ngram_size) == (1.2, 4)
+    assert options.hallucination_silence_threshold == 2.0 and options.prefix is None
+    # Only 10-25 s of the 60 s file ("much of political philosophy ... argue about in the"): not the
+    # words before 10 s (Dublin) nor after 25 s (Piketty, tax).
+    text = result.output
+    assert "political philosophy" in text and not any(word in text for word in ("Dublin", "Piketty", "tax"))
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--clip-timestamps", "10,x"], "expected comma-separated seconds such as 1,2,3, got '10,x'"),
+        (["--clip-timestamps", "10"], "applies to the sequential long-form algorithm only"),
+        (["--suppress-tokens", "99999"], "token ids below the vocabulary size 51864"),
+        (["--repetition-penalty", "0"], "repetition_penalty: expected a number > 0"),
+    ],
+)
+def test_bad_decoding_flags_are_refused_before_any_file(tmp_path: Path, flags: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, ["transcribe", str(CLIP_0930), "-o", str(tmp_path), *flags])
+    assert result.exit_code != 0 and message in result.output, result.output
+    assert not any(tmp_path.iterdir())

@@ -199,6 +199,24 @@ STREAMED_FORMATS = ("txt", "srt", "vtt", "tsv")
 """Formats printed on stdout segment by segment as the model decodes them (json is printed whole)."""
 
 
+class _NumberList(click.ParamType[tuple[Any, ...]]):
+    """A comma-separated list of numbers (openai-whisper's ``--suppress_tokens -1`` and ``--clip_timestamps 0,30``)."""
+
+    name = "list"
+
+    def __init__(self, kind: type[int] | type[float], what: str) -> None:
+        self.kind = kind
+        self.what = what
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[Any, ...]:
+        if isinstance(value, tuple):
+            return value
+        try:
+            return tuple(self.kind(item) for item in str(value).split(",") if item.strip())
+        except ValueError:
+            self.fail(f"expected comma-separated {self.what} such as 1,2,3, got {value!r}", param, ctx)
+
+
 # --------------------------------------------------------------------------- inputs
 def expand_inputs(arguments: Sequence[str]) -> list[Path | None]:
     """Files of the arguments, as :func:`~voicehub.cli._inputs.expand_audio_inputs` expands them.
@@ -409,6 +427,60 @@ _DEFAULT_MODEL = default_model_help(SpeechTask.AUTOMATIC_SPEECH_RECOGNITION)
     help="A window is silence when its no-speech probability is above this and its log-probability below "
     "--logprob-threshold (default 0.6; None: never).",
 )
+@click.option(
+    "--prefix", default=None, metavar="TEXT", help="Text the transcript of the first window starts with (forced)."
+)
+@click.option(
+    "--hotwords",
+    default=None,
+    metavar="TEXT",
+    help="Words to bias recognition toward, given to every window as previous text (not with --prefix).",
+)
+@click.option(
+    "--suppress-tokens",
+    "--suppress_tokens",
+    "suppress_tokens",
+    type=_NumberList(int, "token ids"),
+    default=None,
+    metavar="IDS",
+    help="Comma-separated token ids never written; -1 stands for the model's non-speech symbols (default -1; "
+    "'' suppresses none of them).",
+)
+@click.option(
+    "--repetition-penalty",
+    "--repetition_penalty",
+    "repetition_penalty",
+    type=float,
+    default=None,
+    help="Above 1 makes tokens already written in a window less likely (default 1: off).",
+)
+@click.option(
+    "--no-repeat-ngram-size",
+    "--no_repeat_ngram_size",
+    "no_repeat_ngram_size",
+    type=int,
+    default=None,
+    help="Forbid repeating any n-gram of this many tokens in a window (default 0: off).",
+)
+@click.option(
+    "--clip-timestamps",
+    "--clip_timestamps",
+    "clip_timestamps",
+    type=_NumberList(float, "seconds"),
+    default=None,
+    metavar="S,E,...",
+    help="Comma-separated start,end,... seconds of the stretches to transcribe (an odd count runs to the end); "
+    "needs --no-vad.",
+)
+@click.option(
+    "--hallucination-silence-threshold",
+    "--hallucination_silence_threshold",
+    "hallucination_silence_threshold",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="With --word-timestamps and --no-vad: skip silences longer than this before a likely hallucination.",
+)
 @click.option("--temperature", type=float, default=None, help="A single decoding temperature (no fallback).")
 @click.option(
     "--word-timestamps",
@@ -508,6 +580,13 @@ def transcribe_command(
     compression_ratio_threshold: float | _Unset | None,
     logprob_threshold: float | _Unset | None,
     no_speech_threshold: float | _Unset | None,
+    prefix: str | None,
+    hotwords: str | None,
+    suppress_tokens: tuple[int, ...] | None,
+    repetition_penalty: float | None,
+    no_repeat_ngram_size: int | None,
+    clip_timestamps: tuple[float, ...] | None,
+    hallucination_silence_threshold: float | None,
     temperature: float | None,
     word_timestamps: bool,
     batch_size: int | None,
@@ -555,6 +634,13 @@ def transcribe_command(
             ("patience", patience),
             ("initial_prompt", initial_prompt),
             ("condition_on_previous_text", condition_on_previous_text),
+            ("prefix", prefix),
+            ("hotwords", hotwords),
+            ("suppress_tokens", suppress_tokens),
+            ("repetition_penalty", repetition_penalty),
+            ("no_repeat_ngram_size", no_repeat_ngram_size),
+            ("clip_timestamps", clip_timestamps),
+            ("hallucination_silence_threshold", hallucination_silence_threshold),
         )
         if value is not None
     }

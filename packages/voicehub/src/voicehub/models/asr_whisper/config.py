@@ -82,6 +82,16 @@ class ASRWhisperOptions(ASROptions):
         no_speech_threshold: a window is silent (no text) when its no-speech probability is above
             this and its average log-probability below ``logprob_threshold``.
         without_timestamps: decode text only; segments then span whole windows.
+        prefix: text the transcript of each input's first window (each window of the VAD-chunked
+            mode) starts with; forced and kept in the result.
+        hotwords: words to bias recognition toward (given as previous text, not with a prefix).
+        suppress_tokens: token ids never written; ``-1`` stands for the checkpoint's non-speech set.
+        repetition_penalty: above 1 makes tokens already written in a window less likely (1: off).
+        no_repeat_ngram_size: forbid repeating an n-gram of this many tokens in a window (0: off).
+        clip_timestamps: seconds ``start, end, start, end...`` of the stretches to transcribe (an
+            odd count runs to the end); the sequential algorithm only (``vad=False``).
+        hallucination_silence_threshold: with ``word_timestamps``, skip silences longer than this
+            (seconds) before a segment that looks like a hallucination; ``vad=False`` only.
     """
 
     config_type: ClassVar[str] = "asr-whisper-options"
@@ -95,6 +105,18 @@ class ASRWhisperOptions(ASROptions):
     logprob_threshold: float | None = -1.0
     no_speech_threshold: float | None = 0.6
     without_timestamps: bool = False
+    prefix: str | None = None
+    hotwords: str | None = None
+    suppress_tokens: tuple[int, ...] = (-1,)
+    repetition_penalty: float = 1.0
+    no_repeat_ngram_size: int = 0
+    clip_timestamps: tuple[float, ...] = ()
+    hallucination_silence_threshold: float | None = None
+
+    @property
+    def needs_sequential_seek(self) -> bool:
+        """Whether an option only the sequential algorithm honours is set (clips, the silence rule)."""
+        return bool(self.clip_timestamps) or self.hallucination_silence_threshold is not None
 
     def validate(self) -> None:
         """Check types and ranges (the decoder checks the rest against the checkpoint).
@@ -108,6 +130,14 @@ class ASRWhisperOptions(ASROptions):
                 f"asr option best_of: expected an integer >= 1, got {self.best_of!r}",
                 config_type=self.config_type,
                 key="best_of",
+            )
+        if self.needs_sequential_seek and self.vad is not False:
+            key = "clip_timestamps" if self.clip_timestamps else "hallucination_silence_threshold"
+            raise ConfigError(
+                f"asr option {key}: applies to the sequential long-form algorithm only; add vad=False "
+                "(on the command line --no-vad)",
+                config_type=self.config_type,
+                key=key,
             )
         if self.no_speech_threshold is not None and not 0 <= self.no_speech_threshold <= 1:
             raise ConfigError(

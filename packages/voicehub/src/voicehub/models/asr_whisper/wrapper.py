@@ -80,6 +80,13 @@ def decoding_options(options: ASRWhisperOptions) -> DecodingOptions:
         initial_prompt=options.initial_prompt,
         condition_on_previous_text=options.condition_on_previous_text,
         word_timestamps=options.word_timestamps,
+        prefix=options.prefix,
+        hotwords=options.hotwords,
+        suppress_tokens=tuple(options.suppress_tokens),
+        repetition_penalty=options.repetition_penalty,
+        no_repeat_ngram_size=options.no_repeat_ngram_size,
+        clip_timestamps=tuple(options.clip_timestamps),
+        hallucination_silence_threshold=options.hallucination_silence_threshold,
     )
 
 
@@ -207,7 +214,8 @@ class WhisperASRModel(PreTrainedASRModel[ASRWhisperConfig, ASRWhisperOptions, Wh
 
     def _check_checkpoint_options(self, runtime: WhisperRuntime, options: ASRWhisperOptions) -> None:
         """The language and task against this checkpoint's vocabulary (``"en"`` and ``"transcribe"`` only
-        on an English-only one)."""
+        on an English-only one), and the decoding options (ranges, suppressed ids in the vocabulary)."""
+        runtime.transcriber().decoder.suppressed(decoding_options(options))
         if options.language is not None:
             runtime.tokenizer.check_language(options.language)
         if options.task == "translate" and not runtime.tokenizer.multilingual:
@@ -234,6 +242,12 @@ class WhisperASRModel(PreTrainedASRModel[ASRWhisperConfig, ASRWhisperOptions, Wh
             to_asr_output(t, source=w.source, metadata=metadata, offset_s=offset)
             for t, w, offset in zip(transcripts, windows, offsets_s, strict=True)
         ]
+
+    def _windows_are_long_form(self, waveform: Waveform, options: ASRWhisperOptions) -> bool:
+        """Also a short input goes through the sequential seek when it asks for clips or the silence rule."""
+        return super()._windows_are_long_form(waveform, options) or (
+            options.vad is False and options.needs_sequential_seek
+        )
 
     def _stream_long(
         self, runtime: WhisperRuntime, waveform: Waveform, options: ASRWhisperOptions
