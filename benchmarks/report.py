@@ -263,6 +263,20 @@ TABLES = (
             ("16: native batched", field("results.sixteen_native_batched_s_per_sentence_min")),
         ),
     ),
+    Table(
+        "docs/optimization.md",
+        "optimization_passes",
+        (
+            ("model", field("parameters.model")),
+            ("pass", field("parameters.pass")),
+            ("outcome", field("results.outcome")),
+            ("eager ms", field("results.eager_ms")),
+            ("optimized ms", field("results.optimized_ms")),
+            ("speed ratio", field("results.speed_ratio")),
+            ("output difference", field("results.output_difference")),
+            ("note", field("results.pass_note")),
+        ),
+    ),
 )
 
 
@@ -325,8 +339,9 @@ def render(table: Table) -> str:
         else "recorded by the script"
     )
     runs = len({row["run"] for row in selected_rows(table)})
+    date = first["date"] or "date not recorded"
     lines = [
-        f"Latest run `{first['run']}` of `benchmarks/{table.benchmark}.py` ({how}): {first['date']}"
+        f"Latest run `{first['run']}` of `benchmarks/{table.benchmark}.py` ({how}): {date}"
         f"{' ' + first['time_utc'] + ' UTC' if first['time_utc'] else ''}, commit {_cell(first['commit'])}, "
         f"CPU {_cell(first['cpu'])} ({_cell(first['cpu_count'])} cores), threads {_threads(rows)}, "
         f"load average {_load(first)}, Python {_cell(first['python'])}, torch {_cell(first['torch'])}. "
