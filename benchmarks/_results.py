@@ -120,7 +120,7 @@ class RunRecorder:
         run = {
             "schema_version": SCHEMA_VERSION,
             "benchmark": self.benchmark,
-            "run": self.started.strftime("%Y-%m-%dT%H:%MZ"),
+            "run": self.started.strftime("%Y-%m-%dT%H:%M:%SZ"),
             "source": "recorded",
             "date": self.started.strftime("%Y-%m-%d"),
             "time_utc": f"{self.started:%H:%M}-{ended:%H:%M}",
