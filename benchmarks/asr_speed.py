@@ -35,6 +35,10 @@ Cases, all English, temperature 0 only (no fallback) on both sides, no word time
 ``--omp-passive`` sets ``OMP_WAIT_POLICY=PASSIVE`` before torch and CTranslate2 (both link libgomp)
 load, for both runtimes alike; the value in effect is printed either way.
 
+``--record`` appends the run to ``benchmarks/results/asr_speed.jsonl`` (one row per case, memory
+model or command; ``benchmarks/_results.py``), from which ``benchmarks/report.py`` writes the table
+of docs/asr.md.
+
 Usage::
 
     HF_HUB_OFFLINE=1 uv run python benchmarks/asr_speed.py                       # 5 rounds, 2 threads
@@ -56,6 +60,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _results import Row, RunRecorder, add_record_option
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -367,6 +373,7 @@ def main() -> None:
     )
     parser.add_argument("--cli-threads", type=int, default=0, help="OMP_NUM_THREADS for --cli-wait-policy (0: unset)")
     parser.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
+    add_record_option(parser)
     args = parser.parse_args()
     if args.omp_passive:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # read by libgomp when torch / CTranslate2 load it
@@ -378,14 +385,27 @@ def main() -> None:
         print(f"load average {os.getloadavg()}")
         print("| command (5 clips + 60 s file) | ACTIVE min / median s | PASSIVE min / median s | PASSIVE / ACTIVE |")
         print("|---|---|---|---|")
+        recorder = RunRecorder("asr_speed", threads=args.cli_threads or None, parameters=vars(args))
         record = {"cli_wait_policy": _cli_wait_policy(args.rounds, args.cli_threads)}
         print(f"load average {os.getloadavg()}")
+        if args.record:
+            recorder.write(
+                [
+                    (
+                        {"mode": "--cli-wait-policy", "model": row["model_type"], "policy": policy},
+                        {"wall_min_s": row[policy]["min_s"], "wall_median_s": row[policy]["median_s"]},
+                    )
+                    for row in record["cli_wait_policy"]
+                    for policy in ("ACTIVE", "PASSIVE")
+                ]
+            )
         if args.json is not None:
             args.json.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         return
     import torch
 
     torch.set_num_threads(args.threads)
+    recorder = RunRecorder("asr_speed", threads=args.threads, parameters=vars(args))
     load_before = os.getloadavg()
     pairs, references = build_cases(args)
     for nat, up in pairs:  # warm-up (first-call allocations, lazy imports)
@@ -427,6 +447,40 @@ def main() -> None:
             )
     if args.json is not None:
         args.json.write_text(json.dumps(record, indent=1, default=float) + "\n", encoding="utf-8")
+    if args.record:
+        recorder.write(_result_rows(record))
+
+
+def _result_rows(record: dict[str, Any]) -> list[Row]:
+    """The run's rows for ``benchmarks/results/asr_speed.jsonl`` (the keys of docs/asr.md's table)."""
+    rows: list[Row] = []
+    for case in record["rows"]:
+        native = case["native"]
+        results: dict[str, Any] = {
+            "native_rtf_min": native["rtf_min"],
+            "native_rtf_median": native["rtf_median"],
+            "native_first_segment_median_s": native["first_segment_median_s"],
+            "native_wer_percent": None if native["wer"] != native["wer"] else 100 * native["wer"],
+        }
+        upstream = case.get("faster_whisper")
+        if upstream is not None:
+            results |= {
+                "reference_rtf_min": upstream["rtf_min"],
+                "reference_rtf_median": upstream["rtf_median"],
+                "reference_first_segment_median_s": upstream["first_segment_median_s"],
+                "reference_wer_percent": None if upstream["wer"] != upstream["wer"] else 100 * upstream["wer"],
+                "ratio_min": case["ratio_min"],
+                "ratio_median": case["ratio_median"],
+            }
+        rows.append(({"case": case["case"]}, results))
+    for memory in record.get("memory", []):
+        rows.append(
+            (
+                {"case": "60 s peak memory", "model": memory["model_type"]},
+                {"loaded_rss_mb": memory["loaded_mb"], "peak_above_loaded_mb": memory["peak_mb"] - memory["loaded_mb"]},
+            )
+        )
+    return rows
 
 
 if __name__ == "__main__":

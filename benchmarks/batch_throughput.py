@@ -25,7 +25,8 @@ the plain loop, the start-up costs and the load average (``os.getloadavg``) arou
 machine is shared, so read the numbers next to the load.
 
 Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/batch_throughput.py [--files 40] [--minutes 1]
-[--workers 2] [--repeats 2] [--batch-size 4] [--forkserver] [--no-ray]``
+[--workers 2] [--repeats 2] [--batch-size 4] [--forkserver] [--no-ray] [--record]`` (``--record`` appends the
+run to ``benchmarks/results/batch_throughput.jsonl``)
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from unittest import mock
 
 import numpy as np
 import soundfile as sf
+
+from _results import Row, RunRecorder, add_record_option
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -80,6 +83,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--forkserver", action="store_true", help="also time the local engine's forkserver start-up")
     parser.add_argument("--no-ray", action="store_true")
+    add_record_option(parser)
     args = parser.parse_args()
 
     import torch
@@ -88,6 +92,7 @@ def main() -> None:
     from voicehub.batch import Step, _local, map_corpus
 
     torch.set_num_threads(1)
+    recorder = RunRecorder("batch_throughput", threads=1, parameters=vars(args))
     work = Path(tempfile.mkdtemp(prefix="voicehub-batch-bench-"))
     (work / "corpus").mkdir()
     paths = build_corpus(work / "corpus", args.files, args.minutes)
@@ -201,6 +206,32 @@ def main() -> None:
             )
     if ray_init_s is not None:
         print(f"ray.init (local, {args.workers} CPUs): {ray_init_s:.1f} s, not included above")
+    if args.record:
+        rows: list[Row] = []
+        for name, values in times.items():
+            results: dict[str, object] = {
+                "wall_s": values,
+                "files_per_s_best": len(paths) / min(values),
+                "files_per_s_median": len(paths) / statistics.median(values),
+                "x_plain_min": base_min / min(values),
+                "x_plain_median": base_med / statistics.median(values),
+            }
+            if name in steady:
+                results |= {
+                    "files_per_s_once_running": max(steady[name]),
+                    "x_plain_once_running": max(steady[name]) / plain_rate,
+                }
+            if startups[name]:
+                results |= {
+                    "startup_s": startups[name],
+                    "startup_less_batch_work_s": [
+                        v - n * plain_file_s for v, n in zip(startups[name], first_files[name], strict=True)
+                    ],
+                }
+            if name == "ray":
+                results["ray_init_s"] = ray_init_s
+            rows.append(({"engine": name}, results))
+        recorder.write(rows, note=f"{len(paths)} files, {hours * 60:.1f} min of audio")
     shutil.rmtree(work, ignore_errors=True)
 
 

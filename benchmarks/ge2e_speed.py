@@ -14,7 +14,8 @@ utterances in one native call; a long-file row embeds the 60 s file end to end, 
 (``resemblyzer.preprocess_wav`` + ``embed_utterance`` against ``GE2ESpeakerVerifier.embed_file``,
 the block-by-block path ``embed`` takes for files over two minutes).
 
-Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/ge2e_speed.py [--repeats 5] [--threads 2]``
+Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/ge2e_speed.py [--repeats 5] [--threads 2] [--record]``
+(``--record`` appends the run to ``benchmarks/results/ge2e_speed.jsonl``, one row per input and step)
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from _results import Row, RunRecorder, add_record_option
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -56,8 +59,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
+    add_record_option(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    recorder = RunRecorder("ge2e_speed", threads=args.threads, parameters=vars(args))
+    rows: list[Row] = []
+
+    def row(step: str, upstream: list[float], native: list[float], max_abs_diff: float | None = None) -> None:
+        speedup_min = min(upstream) / min(native)
+        speedup_median = statistics.median(upstream) / statistics.median(native)
+        results = {"upstream_min_s": min(upstream), "native_min_s": min(native), "speedup_min": speedup_min}
+        rows.append(({"step": step}, results | {"speedup_median": speedup_median, "max_abs_diff": max_abs_diff}))
 
     from resemblyzer import VoiceEncoder, preprocess_wav  # type: ignore[import-untyped]
 
@@ -101,6 +113,9 @@ def main() -> None:
             },
         )
         prepared.append(wav_us)
+        row(f"preprocess {path.name}", prep_times["up"], prep_times["us"])
+        emb_diff = float(np.abs(embs["up"] - embs["us"][0]).max())
+        row(f"embed {path.name}", emb_times["up"], emb_times["us"], emb_diff)
         print(
             f"{path.name:<48} {min(prep_times['up']) * 1e3:7.1f}m {min(prep_times['us']) * 1e3:7.1f}m "
             f"{ratios(prep_times['up'], prep_times['us']):>9} "
@@ -117,6 +132,7 @@ def main() -> None:
         f"{min(batch_times['up']) * 1e3:7.1f}m {min(batch_times['us']) * 1e3:7.1f}m "
         f"{ratios(batch_times['up'], batch_times['us']):>9}"
     )
+    row("5 LibriVox utterances, one native batch", batch_times["up"], batch_times["us"])
     long_file = DATA / "silero" / "test.wav"
     file_times, vectors = interleaved(
         args.repeats,
@@ -130,6 +146,11 @@ def main() -> None:
         f"{min(file_times['up']) * 1e3:7.1f}m {min(file_times['us']) * 1e3:7.1f}m "
         f"{ratios(file_times['up'], file_times['us']):>9} {float(np.abs(vectors['up'] - vectors['us']).max()):9.2e}"
     )
+
+    file_diff = float(np.abs(vectors["up"] - vectors["us"]).max())
+    row("60 s file to vector, embed_file", file_times["up"], file_times["us"], file_diff)
+    if args.record:
+        recorder.write(rows)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,9 @@ within 1e-6. The BLAS thread counts in effect and the load average are printed.
 Usage::
 
     uv run python benchmarks/hyperion_speed.py [--upstream-python /work/bench-envs/hyperion/bin/python]
-        [--threads 1] [--repeats 3]
+        [--threads 1] [--repeats 3] [--record]
+
+(``--record`` appends the run to ``benchmarks/results/hyperion_speed.jsonl``.)
 
 The upstream environment: ``uv venv /work/bench-envs/hyperion && VIRTUAL_ENV=/work/bench-envs/hyperion
 uv pip install hyperion-ml "numpy==1.23.5" "scipy==1.10.1" "scikit-learn<1.4" "pandas<2.1"
@@ -39,6 +41,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _results import Row, RunRecorder, add_record_option
 
 UPSTREAM_SCRIPT = r"""
 import json, sys, time, warnings
@@ -85,6 +89,7 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--cohort", type=int, default=1000)
     parser.add_argument("--nbest", type=int, default=100)
+    add_record_option(parser)
     args = parser.parse_args()
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
@@ -127,6 +132,7 @@ def main() -> int:
         ours: dict[str, float] = dict.fromkeys(steps, float("inf"))
         upstream: dict[str, float] = dict.fromkeys(steps, float("inf"))
         load_before = os.getloadavg()[0]
+        recorder = RunRecorder("hyperion_speed", threads=args.threads, parameters=vars(args))
         same_model: SPLDA | None = None
         # Interleave the two implementations round by round, so that a change in machine load
         # hits both; keep the best time of each step.
@@ -199,6 +205,22 @@ def main() -> int:
     print(f"{'total (same algorithm)':<24}{total_up:>12.3f}{total_ours:>12.3f}{total_up / total_ours:>9.1f}x")
     ok = all(d <= 1e-6 for d in diffs.values())
     print("scores equal within 1e-6:", ok)
+    if args.record:
+        rows: list[Row] = [
+            (
+                {"step": step},
+                {
+                    "upstream_s": upstream[step],
+                    "voicehub_s": ours[step],
+                    "speedup": upstream[step] / ours[step],
+                    "max_abs_diff": diffs.get(step),
+                },
+            )
+            for step in steps
+        ]
+        total = {"upstream_s": total_up, "voicehub_s": total_ours, "speedup": total_up / total_ours}
+        rows.append(({"step": "total (same algorithm)"}, total | {"max_abs_diff": None}))
+        recorder.write(rows, note=f"BLAS threads in effect (VoiceHub process): {blas_threads}; scores equal: {ok}")
     return 0 if ok else 2
 
 

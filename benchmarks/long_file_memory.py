@@ -14,6 +14,7 @@ Usage::
 
     HF_HUB_OFFLINE=1 uv run python benchmarks/long_file_memory.py                 # vad and embed
     HF_HUB_OFFLINE=1 uv run python benchmarks/long_file_memory.py --commands vad --minutes 1 10 60
+    HF_HUB_OFFLINE=1 uv run python benchmarks/long_file_memory.py --record   # append to benchmarks/results/
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import time
 from pathlib import Path
 
 import soundfile
+
+from _results import RunRecorder, add_record_option
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEECH = ROOT / "tests" / "data" / "silero" / "test.wav"
@@ -67,9 +70,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--commands", nargs="+", choices=sorted(COMMANDS), default=["vad", "embed"])
     parser.add_argument("--minutes", nargs="+", type=int, default=[1, 10, 60])
+    add_record_option(parser)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    recorder = RunRecorder("long_file_memory", threads=None, parameters=vars(args))
+    recorded = []
     results: dict[str, dict[int, float]] = {}
     with tempfile.TemporaryDirectory(prefix="voicehub-long-") as tmp:
         directory = Path(tmp)
@@ -79,6 +85,7 @@ def main() -> None:
             for minutes, path in files.items():
                 rss, elapsed = peak_rss(COMMANDS[command](path, directory))
                 results.setdefault(command, {})[minutes] = rss
+                recorded.append(({"command": command, "minutes": minutes}, {"peak_rss_mb": rss, "wall_s": elapsed}))
                 print(f"{command:<8} {minutes:>7} {rss:>12.0f} {elapsed:>8.1f}", flush=True)
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     for command, by_minutes in results.items():
@@ -86,6 +93,8 @@ def main() -> None:
             ratio = by_minutes[60] / by_minutes[10]
             verdict = "PASS" if ratio <= LIMIT else "FAIL"
             print(f"{command}: peak RSS 60 min / 10 min = {ratio:.2f} (limit {LIMIT}): {verdict}")
+    if args.record:
+        recorder.write(recorded)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ ratio onnxruntime / native (> 1: native is faster), plus whether the tokens are 
 row transcribes the five clips in one native call. The 60 s row runs in a fresh subprocess and
 reports its time and peak resident memory (``VmHWM``) above the loaded model.
 
-Usage: ``uv run python benchmarks/moonshine_speed.py [--repeats 3] [--threads 2] [--skip-long]``
+Usage: ``uv run python benchmarks/moonshine_speed.py [--repeats 3] [--threads 2] [--skip-long] [--record]``
+(``--record`` appends the run to ``benchmarks/results/moonshine_speed.jsonl``)
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numpy as np
 import torch
+
+from _results import Row, RunRecorder, add_record_option
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -110,7 +113,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-long", action="store_true", help="skip the 60 s native row")
+    add_record_option(parser)
     args = parser.parse_args()
+    recorder = RunRecorder("moonshine_speed", threads=args.threads, parameters=vars(args))
+    recorded: list[Row] = []
     torch.set_num_threads(args.threads)
 
     from voicehub.architectures.moonshine import load_moonshine
@@ -153,6 +159,23 @@ def main() -> None:
         print(f"{name:>6} {duration:6.2f} {ort_min:8.3f} {ort_med:8.3f} {nat_min:8.3f} {nat_med:8.3f} "
               f"{ort_min / duration:8.3f} {nat_min / duration:8.3f} {ort_min / nat_min:9.1f} {ort_med / nat_med:9.1f} "
               f"{outputs['ort'] == outputs['native']}")  # fmt: skip
+        recorded.append(
+            (
+                {"clip": name},
+                {
+                    "duration_s": duration,
+                    "ort_min_s": ort_min,
+                    "ort_median_s": ort_med,
+                    "native_min_s": nat_min,
+                    "native_median_s": nat_med,
+                    "ort_rtf_min": ort_min / duration,
+                    "native_rtf_min": nat_min / duration,
+                    "speedup_min": ort_min / nat_min,
+                    "speedup_median": ort_med / nat_med,
+                    "same_tokens": outputs["ort"] == outputs["native"],
+                },
+            )
+        )
     print(f"{'all':>6} {totals['duration']:6.2f} {totals['ort']:8.3f} {'':>8} {totals['native']:8.3f} {'':>8} "
           f"{totals['ort'] / totals['duration']:8.3f} {totals['native'] / totals['duration']:8.3f} "
           f"{totals['ort'] / totals['native']:9.1f}")  # fmt: skip
@@ -168,6 +191,20 @@ def main() -> None:
             native.generate(batch, lengths)
         batched.append(time.perf_counter() - start)
     print(f"native batch of {len(clips)}: min {min(batched):.3f} s, RTF {min(batched) / totals['duration']:.3f}")
+    recorded.append(
+        (
+            {"clip": f"all {len(clips)} LibriVox clips"},
+            {
+                "duration_s": totals["duration"],
+                "ort_rtf_min": totals["ort"] / totals["duration"],
+                "native_rtf_min": totals["native"] / totals["duration"],
+                "speedup_min": totals["ort"] / totals["native"],
+            },
+        )
+    )
+    recorded.append(
+        ({"clip": f"{len(clips)} clips, one native batch"}, {"native_rtf_min": min(batched) / totals["duration"]})
+    )
 
     if not args.skip_long:
         done = subprocess.run(
@@ -180,6 +217,19 @@ def main() -> None:
         print(f"native 60 s file: {long['seconds']:.2f} s (RTF {long['seconds'] / long['duration_s']:.3f}), "
               f"{long['tokens']} tokens, RSS {long['loaded_mb']:.0f} MB loaded, peak {long['peak_mb']:.0f} MB "
               f"(+{long['peak_mb'] - long['loaded_mb']:.0f} MB during the call)")  # fmt: skip
+        recorded.append(
+            (
+                {"clip": "60 s file (native)"},
+                {
+                    "native_rtf": long["seconds"] / long["duration_s"],
+                    "tokens": long["tokens"],
+                    "loaded_rss_mb": long["loaded_mb"],
+                    "peak_above_loaded_mb": long["peak_mb"] - long["loaded_mb"],
+                },
+            )
+        )
+    if args.record:
+        recorder.write(recorded)
 
 
 if __name__ == "__main__":

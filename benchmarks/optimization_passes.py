@@ -11,11 +11,13 @@ SV: ``embed`` on 6.9 s of speech) eagerly and with the pass applied, and reports
   the segments changed; SV, the cosine distance between the embeddings.
 
 ``compile`` is timed after one warm-up call (the compilation), whose duration is reported too.
-The table is printed; with ``--write-docs`` it also replaces the text between the benchmark
-markers of the tracked ``docs/optimization.md`` (never by default).
+The table is printed; ``--record`` appends the run to ``benchmarks/results/optimization_passes.jsonl``
+and ``--write-docs`` also rewrites the table of the tracked ``docs/optimization.md`` from that file
+(``benchmarks/report.py``; never by default).
 
 Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/optimization_passes.py [--repeats 7] [--write-docs]``
-(prints the table; ``--write-docs`` also replaces the measured table in ``docs/optimization.md``)
+(prints the table; ``--record`` appends the run to the results file, ``--write-docs`` records it and rewrites the
+measured table in ``docs/optimization.md``)
 """
 
 from __future__ import annotations
@@ -34,13 +36,12 @@ import numpy as np
 import torch
 
 import voicehub
+from _results import RunRecorder, add_record_option
 from voicehub.core.errors import CheckpointError
 from voicehub.core.tasks import SpeechTask
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "optimization.md"
-START, END = "<!-- benchmark:start -->", "<!-- benchmark:end -->"
 VAD_AUDIO = ROOT / "tests" / "data" / "silero" / "test.wav"
 SV_AUDIO = ROOT / "tests" / "data" / "librivox" / "sense_and_sensibility_01_austen_64kb-0870.wav"
 
@@ -254,8 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--write-docs",
         action="store_true",
-        help="also replace the measured table in the tracked docs/optimization.md (default: print only)",
+        help="record the run (--record) and rewrite the measured table in the tracked docs/optimization.md "
+        "(default: print only)",
     )
+    add_record_option(parser)
     parser.add_argument(
         "--baseline-threads",
         type=int,
@@ -275,16 +278,35 @@ def main() -> None:
     from voicehub.optimization import OPTIMIZATION_PASSES
 
     passes = tuple(args.passes or OPTIMIZATION_PASSES.list())
+    recorder = RunRecorder("optimization_passes", threads=args.baseline_threads, parameters=vars(args))
     load_start = os.getloadavg()[0]
     rows = [row for model_type in models for row in bench_model(model_type, passes, args.repeats)]
     text = table(rows, args.repeats, (load_start, os.getloadavg()[0]))
     print(text)
+    if args.record or args.write_docs:
+        recorder.write([_result_row(row) for row in rows])
     if args.write_docs:
-        doc = DOC.read_text(encoding="utf-8")
-        head, _, rest = doc.partition(START)
-        _, _, tail = rest.partition(END)
-        DOC.write_text(f"{head}{START}\n{text}\n{END}{tail}", encoding="utf-8")
-        print(f"updated {DOC.relative_to(ROOT)}")
+        import report  # benchmarks/report.py, beside this script
+
+        for page_table in report.TABLES:
+            if page_table.benchmark == "optimization_passes":
+                page = ROOT / page_table.page
+                page.write_text(report.rewritten(page.read_text(encoding="utf-8"), page_table), encoding="utf-8")
+                print(f"updated {page_table.page}")
+
+
+def _result_row(row: Row) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One table row as a results-file row (the keys docs/optimization.md's table reads)."""
+    untimed = row.outcome in ("not-applicable", "training-only", "skipped")
+    results = {
+        "outcome": row.outcome,
+        "eager_ms": None if row.outcome in ("training-only", "skipped") else row.eager_ms,
+        "optimized_ms": None if untimed else row.optimized_ms,
+        "speed_ratio": None if untimed else row.ratio,
+        "output_difference": row.difference,
+        "pass_note": row.note or None,
+    }
+    return {"model": row.model_type, "pass": row.pass_name}, results
 
 
 if __name__ == "__main__":

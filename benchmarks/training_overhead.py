@@ -17,7 +17,8 @@ threads): on a shared machine the CPU time is the steadier of the two, since wai
 does not count.
 
 Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/training_overhead.py [--model sv_xvector]
-[--steps 6] [--batch-size 4] [--repeats 5] [--threads 2]``
+[--steps 6] [--batch-size 4] [--repeats 5] [--threads 2] [--record]`` (``--record`` appends the run to
+``benchmarks/results/training_overhead.jsonl``)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "packages" / "voicehub" / "tests"))
 
+from _results import Row, RunRecorder, add_record_option  # noqa: E402
 from voicehub import AutoModel  # noqa: E402
 from voicehub.training import (  # noqa: E402
     AutoTrainingAdapter,
@@ -58,8 +60,11 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
+    add_record_option(parser)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    recorder = RunRecorder("training_overhead", threads=args.threads, parameters=vars(args))
+    rows: list[Row] = []
 
     spec = get_training_spec(args.model)
     records = RECORDS[str(spec.family)]()
@@ -113,6 +118,9 @@ def main() -> None:
         best = min(times["trainer"]) / min(times["plain"]) - 1
         median = statistics.median(times["trainer"]) / statistics.median(times["plain"]) - 1
         print(f"  {label:4s} Trainer overhead: best {100 * best:+.1f} %, median {100 * median:+.1f} % (target < 5 %)")
+        rows.append(({"clock": label}, {"overhead_best_percent": 100 * best, "overhead_median_percent": 100 * median}))
+    if args.record:
+        recorder.write(rows)
 
 
 if __name__ == "__main__":

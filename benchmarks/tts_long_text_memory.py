@@ -15,6 +15,7 @@ Usage::
 
     HF_HUB_OFFLINE=1 OMP_WAIT_POLICY=PASSIVE uv run python benchmarks/tts_long_text_memory.py
     HF_HUB_OFFLINE=1 uv run python benchmarks/tts_long_text_memory.py --words 500 --styles run-on --threads 1
+    HF_HUB_OFFLINE=1 uv run python benchmarks/tts_long_text_memory.py --record   # append to benchmarks/results/
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import soundfile
 
+from _results import RunRecorder, add_record_option
 from long_file_memory import peak_rss  # the same fresh-process peak-RSS measurement (run as a script)
 
 SENTENCES = (
@@ -57,9 +59,12 @@ def main() -> None:
     parser.add_argument("--words", nargs="+", type=int, default=[500, 5000])
     parser.add_argument("--styles", nargs="+", choices=STYLES, default=list(STYLES))
     parser.add_argument("--threads", type=int, default=2)
+    add_record_option(parser)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    recorder = RunRecorder("tts_long_text_memory", threads=args.threads, parameters=vars(args))
+    recorded = []
     results: dict[str, dict[int, float]] = {}
     print(f"{'style':<10} {'words':>6} {'audio s':>8} {'peak RSS MB':>12} {'wall s':>8}")
     with tempfile.TemporaryDirectory(prefix="voicehub-tts-long-") as tmp:
@@ -73,6 +78,9 @@ def main() -> None:
                 rss, elapsed = peak_rss([*command, "--threads", str(args.threads), "--no-progress"])
                 duration_s = soundfile.info(str(out)).duration
                 results.setdefault(style, {})[words] = rss
+                recorded.append(
+                    ({"style": style, "words": words}, {"audio_s": duration_s, "peak_rss_mb": rss, "wall_s": elapsed})
+                )
                 print(f"{style:<10} {words:>6} {duration_s:>8.1f} {rss:>12.0f} {elapsed:>8.1f}", flush=True)
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     for style, by_words in results.items():
@@ -81,6 +89,8 @@ def main() -> None:
             ratio = by_words[largest] / by_words[smallest]
             verdict = "PASS" if ratio <= LIMIT else "FAIL"
             print(f"{style}: peak RSS {largest} / {smallest} words = {ratio:.2f} (limit {LIMIT}): {verdict}")
+    if args.record:
+        recorder.write(recorded)
 
 
 if __name__ == "__main__":

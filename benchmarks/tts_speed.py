@@ -36,7 +36,12 @@ call, and in an interleaved run those of the call just finished take the cores o
 Every call then starts from an idle machine, as a request after a pause does. ``--settle 0`` runs
 the calls back to back.
 
-Usage: ``uv run python benchmarks/tts_speed.py [--repeats 10] [--threads 2] [--no-spin] [--settle 0.1] [--no-batch]``
+With ``--record`` the run is appended to ``benchmarks/results/tts_speed.jsonl`` (rows ``short``,
+``paragraph``, ``16 sentences`` and ``16 sentences batched``; ``benchmarks/_results.py``), from
+which ``benchmarks/report.py`` writes the table of docs/tts.md.
+
+Usage: ``uv run python benchmarks/tts_speed.py [--repeats 10] [--threads 2] [--no-spin] [--settle 0.1] [--no-batch]
+[--record]``
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ import time
 import numpy as np
 
 from _piper_ort import ort_samples, ort_session, voice_onnx_path
+from _results import RunRecorder, add_record_option
 
 SHORT = "The quick brown fox jumps over the lazy dog."
 LONG = (
@@ -85,15 +91,26 @@ def _min_med(values: list[float]) -> str:
     return f"{min(values):.3f}/{statistics.median(values):.3f}"
 
 
-def _paired(ratios: list[float]) -> str:
+def _paired_interval(ratios: list[float]) -> tuple[float, float, float]:
     """The median of per-pair ratios (native / ORT) and its 95 % percentile-bootstrap interval
     (Efron & Tibshirani 1993, ch. 13: the 2.5th and 97.5th percentiles of the medians of
-    :data:`BOOTSTRAP_RESAMPLES` resamples with replacement; fixed seed, so a run prints the same
-    interval for the same ratios)."""
+    :data:`BOOTSTRAP_RESAMPLES` resamples with replacement; fixed seed, so a run gives the same
+    interval for the same ratios): ``(median, low, high)``."""
     values = np.asarray(ratios)
     resamples = np.random.default_rng(0).choice(values, size=(BOOTSTRAP_RESAMPLES, values.size), replace=True)
     low, high = np.percentile(np.median(resamples, axis=1), [2.5, 97.5])
-    return f"{np.median(values):.3f} [{low:.3f}-{high:.3f}] of {values.size}"
+    return float(np.median(values)), float(low), float(high)
+
+
+def _paired(ratios: list[float]) -> str:
+    """:func:`_paired_interval` as printed: ``median [low-high] of N``."""
+    median, low, high = _paired_interval(ratios)
+    return f"{median:.3f} [{low:.3f}-{high:.3f}] of {len(ratios)}"
+
+
+def _paired_results(ratios: list[float]) -> dict[str, object]:
+    median, low, high = _paired_interval(ratios)
+    return {"paired_median_ratio": median, "paired_median_ratio_ci95": [low, high], "pairs": len(ratios)}
 
 
 def main() -> None:
@@ -108,6 +125,7 @@ def main() -> None:
     parser.add_argument("--no-spin", action="store_true", help="idle threads sleep instead of spinning (both runtimes)")
     parser.add_argument("--no-batch", action="store_true", help="skip the 16-sentence rows")
     parser.add_argument("--settle", type=float, default=0.1, help="seconds of pause before every timed call")
+    add_record_option(parser)
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
@@ -122,6 +140,9 @@ def main() -> None:
     import voicehub
 
     torch.set_num_threads(args.threads)
+    recorder = RunRecorder("tts_speed", threads=args.threads, parameters=vars(args))
+    setting = {"setting": "--no-spin" if args.no_spin else "defaults"}
+    recorded: list[tuple[dict[str, object], dict[str, object]]] = []
     onnx_path = voice_onnx_path()
     tts = voicehub.AutoModelForTextToSpeech.from_pretrained(
         onnx_path, model_type="tts_vits", device="cpu", lazy_load=False
@@ -201,10 +222,30 @@ def main() -> None:
         rtf_ratios = [n / o for n, o in zip(native_rtf, ort_rtf, strict=True)]
         first_ratios = [n / o for n, o in zip(native_first, ort_first, strict=True)]
         paired_rows.append(f"  {name:<6} RTF {_paired(rtf_ratios)}, TTFA {_paired(first_ratios)}")
+        ttfa_median, ttfa_low, ttfa_high = _paired_interval(first_ratios)
+        results: dict[str, object] = {
+            "audio_s": audio,
+            "ort_rtf_min": min(ort_rtf),
+            "ort_rtf_median": statistics.median(ort_rtf),
+            "native_rtf_min": min(native_rtf),
+            "native_rtf_median": statistics.median(native_rtf),
+            "best_ratio": min(native_rtf) / min(ort_rtf),
+            **_paired_results(rtf_ratios),
+            "ort_ttfa_min_s": min(ort_first),
+            "ort_ttfa_median_s": statistics.median(ort_first),
+            "native_ttfa_min_s": min(native_first),
+            "native_ttfa_median_s": statistics.median(native_first),
+            "ttfa_best_ratio": min(native_first) / min(ort_first),
+            "ttfa_paired_median_ratio": ttfa_median,
+            "ttfa_paired_median_ratio_ci95": [ttfa_low, ttfa_high],
+        }
+        recorded.append((setting | {"case": "paragraph" if name == "long" else name}, results))
     print("native / ORT per pair of adjacent calls, median [95 % bootstrap interval] of N pairs:")
     print("\n".join(paired_rows))
 
     if args.no_batch:
+        if args.record:
+            recorder.write(recorded)
         return
     native_generate(SIXTEEN[:2], True)  # warm-up: the batch's shapes
     for text in SIXTEEN:  # warm-up: the sentences' decoder lengths (noise moves them a little per call)
@@ -246,6 +287,41 @@ def main() -> None:
         f"(RTFs, each pair of calls adjacent), median [95 % interval] {_paired(per_sentence)}, "
         f"quartiles {np.percentile(per_sentence, 25):.3f}-{np.percentile(per_sentence, 75):.3f}"
     )
+    if args.record:
+        per_sentence_s = {
+            f"{key}_s_per_sentence_{stat}": function([t / 16 for t in times])
+            for key, times in (("ort_one_by_one", ort_s), ("native_one_by_one", single_s))
+            for stat, function in (("min", min), ("median", statistics.median))
+        }
+        recorded.append(
+            (
+                setting | {"case": "16 sentences"},
+                {
+                    "audio_s": audio_16,
+                    **per_sentence_s,
+                    "best_ratio": min(single_s) / min(ort_s),
+                    **_paired_results(per_sentence),
+                    "per_sentence_ratio_quartiles": [
+                        float(np.percentile(per_sentence, 25)),
+                        float(np.percentile(per_sentence, 75)),
+                    ],
+                },
+            )
+        )
+        recorded.append(
+            (
+                setting | {"case": "16 sentences batched"},
+                {
+                    "native_batched_s_per_sentence_min": min(batched_s) / 16,
+                    "native_batched_s_per_sentence_median": statistics.median(batched_s) / 16,
+                    "batched_over_ort_min": min(versus_ort),
+                    "batched_over_ort_median": statistics.median(versus_ort),
+                    "batched_over_one_by_one_min": min(ratios),
+                    "batched_over_one_by_one_median": statistics.median(ratios),
+                },
+            )
+        )
+        recorder.write(recorded)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ median wall times and their ratios are reported:
   ``get_speech_timestamps``) on the same clip, decoded with soundfile (upstream's ``read_audio``
   needs torchaudio or torchcodec, which are not installed here).
 
-Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/vad_process.py [--repeats 10] [CLIP]``
+Usage: ``HF_HUB_OFFLINE=1 uv run python benchmarks/vad_process.py [--repeats 10] [--record] [CLIP]``
+(``--record`` appends the run to ``benchmarks/results/vad_process.jsonl``)
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _results import RunRecorder, add_record_option
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CLIP = ROOT / "tests" / "data" / "librivox" / "sense_and_sensibility_01_austen_64kb-0870.wav"
@@ -49,6 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("clip", nargs="?", type=Path, default=DEFAULT_CLIP)
     parser.add_argument("--repeats", type=int, default=10)
+    add_record_option(parser)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     executable = shutil.which("voicehub") or str(Path(sys.executable).with_name("voicehub"))
@@ -56,6 +60,7 @@ def main() -> None:
         "voicehub": [executable, "vad", str(args.clip)],
         "upstream": [sys.executable, "-W", "ignore", "-c", UPSTREAM.format(clip=str(args.clip))],
     }
+    recorder = RunRecorder("vad_process", threads=None, parameters=vars(args) | {"clip": str(args.clip)})
     for command in commands.values():  # warm the page cache
         run(command)
     load = os.getloadavg()[0]
@@ -70,6 +75,13 @@ def main() -> None:
     best = min(times["upstream"]) / min(times["voicehub"])
     median = statistics.median(times["upstream"]) / statistics.median(times["voicehub"])
     print(f"upstream / voicehub: {best:.2f} (minima), {median:.2f} (medians); >= 1 means voicehub is no slower")
+    if args.record:
+        seconds = {
+            f"{name}_{stat}_s": f(values)
+            for name, values in times.items()
+            for stat, f in (("min", min), ("median", statistics.median))
+        }
+        recorder.write([({}, seconds | {"upstream_over_voicehub_min": best, "upstream_over_voicehub_median": median})])
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ Usage::
 
     uv run python benchmarks/vad_speed.py                       # 60 s test file, v6, 1 thread
     uv run python benchmarks/vad_speed.py --weights v5 --threads 2 --json
+    uv run python benchmarks/vad_speed.py --record   # also append the run to benchmarks/results/vad_speed.jsonl
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
+
+from _results import RunRecorder, add_record_option
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FILES = [ROOT / "tests" / "data" / "silero" / "test.wav"]
@@ -71,6 +74,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads for torch and onnxruntime")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="print strict JSON instead of a table")
+    add_record_option(parser)
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -126,6 +130,9 @@ def main() -> None:
         "native-whole-file": native_whole_file,
         "native-streaming": native_streaming,
     }
+    recorder = RunRecorder(
+        "vad_speed", threads=args.threads, parameters=vars(args) | {"files": [str(p) for p in args.files]}
+    )
     load = os.getloadavg()[0]
     times, segments = _interleaved(runs, args.repeats)
     results: dict[str, dict[str, Any]] = {}
@@ -151,6 +158,8 @@ def main() -> None:
         "cpu": platform.processor() or platform.machine(),
         "results": results,
     }
+    if args.record:
+        recorder.write([({"implementation": name}, row | {"audio_s": duration_s}) for name, row in results.items()])
     if args.json:
         print(json.dumps(report, indent=2, allow_nan=False))
         return

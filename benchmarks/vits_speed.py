@@ -19,7 +19,8 @@ for ONNX Runtime). On a CPU shared with other jobs, spinning OpenMP workers stea
 working threads need, and PyTorch, which opens a parallel region per operator, suffers far more
 from it than ONNX Runtime: measure both ways there.
 
-Usage: ``uv run python benchmarks/vits_speed.py [--repeats 5] [--threads 2] [--no-spin]``
+Usage: ``uv run python benchmarks/vits_speed.py [--repeats 5] [--threads 2] [--no-spin] [--record]``
+(``--record`` appends the run, one row, to ``benchmarks/results/vits_speed.jsonl``)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from collections.abc import Callable
 import numpy as np
 
 from _piper_ort import ort_samples, ort_session, voice_onnx_path
+from _results import RunRecorder, add_record_option
 
 SHORT = "The quick brown fox jumps over the lazy dog."
 LONG = (
@@ -71,6 +73,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-spin", action="store_true", help="idle threads sleep instead of spinning (both runtimes)")
+    add_record_option(parser)
     args = parser.parse_args()
     if args.no_spin:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # read once, when the OpenMP runtime starts
@@ -78,6 +81,8 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
+    recorder = RunRecorder("vits_speed", threads=args.threads, parameters=vars(args))
+    results: dict[str, float] = {}
 
     from voicehub.architectures.vits import PiperTextFrontEnd, load_piper_voice, pad_phoneme_ids
 
@@ -132,6 +137,13 @@ def main() -> None:
             f"{name:<15} {audio:8.2f} {min(ort_rtf):8.3f}/{statistics.median(ort_rtf):.3f} "
             f"{min(native_rtf):10.3f}/{statistics.median(native_rtf):.3f} {min(native_rtf) / min(ort_rtf):15.2f}"
         )
+        results |= {
+            f"{name}_ort_rtf_min": min(ort_rtf),
+            f"{name}_ort_rtf_median": statistics.median(ort_rtf),
+            f"{name}_native_rtf_min": min(native_rtf),
+            f"{name}_native_rtf_median": statistics.median(native_rtf),
+            f"{name}_best_ratio": min(native_rtf) / min(ort_rtf),
+        }
 
     # 16 sentences: ORT one by one, native one by one, native batched, interleaved in each repeat.
     sixteen = [ids_of(t) for t in SIXTEEN]
@@ -148,6 +160,12 @@ def main() -> None:
         print(f"  {name:<18} {min(times) / 16:.3f}/{statistics.median(times) / 16:.3f}")
     ratios = [b / s for b, s in zip(batched_s, single_s, strict=True)]
     print(f"  native batched / one by one, same repeat: min {min(ratios):.2f}, median {statistics.median(ratios):.2f}")
+    if args.record:
+        for key, times in (("ort", ort_s), ("native", single_s), ("native_batched", batched_s)):
+            results[f"sixteen_{key}_s_per_sentence_min"] = min(times) / 16
+            results[f"sixteen_{key}_s_per_sentence_median"] = statistics.median(times) / 16
+        results["sixteen_batched_over_one_by_one_median"] = statistics.median(ratios)
+        recorder.write([({"setting": "--no-spin" if args.no_spin else "defaults"}, results)])
 
 
 if __name__ == "__main__":

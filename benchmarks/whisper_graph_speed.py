@@ -22,6 +22,7 @@ Usage::
     uv run python benchmarks/whisper_graph_speed.py                    # tiny.en, float32, 2 threads
     uv run python benchmarks/whisper_graph_speed.py --mode int8 --rounds 7 --batch
     uv run python benchmarks/whisper_graph_speed.py --model base --json
+    uv run python benchmarks/whisper_graph_speed.py --record   # append to benchmarks/results/whisper_graph_speed.jsonl
 
 This measures the graph and decoder only; the end-to-end ASR benchmark (files, VAD, long form)
 belongs to the speech-recognition integration.
@@ -41,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from _results import RunRecorder, add_record_option
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIPS = sorted((ROOT / "tests" / "data" / "librivox").glob("*.wav"))
@@ -72,12 +75,14 @@ def main() -> None:
     parser.add_argument("--batch", action="store_true", help="also time the native graph on all clips as one batch")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--omp-passive", action="store_true", help="OMP_WAIT_POLICY=PASSIVE for both runtimes")
+    add_record_option(parser)
     args = parser.parse_args()
     if args.omp_passive:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"  # read by libgomp when torch / CTranslate2 load it
     import torch
 
     torch.set_num_threads(args.threads)
+    recorder = RunRecorder("whisper_graph_speed", threads=args.threads, parameters=vars(args))
     from faster_whisper import WhisperModel
 
     from voicehub.architectures.whisper import DecodingOptions, WhisperTranscriber, load_whisper
@@ -147,6 +152,9 @@ def main() -> None:
         report["batch_over_upstream_median"] = round(
             statistics.median(batch_times) / statistics.median(upstream_times), 3
         )
+    if args.record:
+        results = {key: value for key, value in report.items() if key not in ("model", "mode", "threads", "torch")}
+        recorder.write([({"model": args.model, "mode": args.mode}, results)])
     if args.json:
         print(json.dumps(report, indent=2))
         return

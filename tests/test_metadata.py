@@ -154,6 +154,7 @@ def example_outputs() -> dict[str, list[str | None]]:
 
 
 @pytest.mark.parametrize("member", sorted(set(PROJECTS) - NO_EXAMPLE))
+@pytest.mark.slow
 def test_readme_example_runs_and_prints_what_its_comments_say(
     member: str, example_outputs: dict[str, list[str | None]]
 ) -> None:

@@ -52,6 +52,7 @@ def _embed(model: GE2ESpeakerEncoder, paths: list[Path]) -> np.ndarray:
     ],
     ids=lambda p: p.name,
 )
+@pytest.mark.slow
 def test_embedding_matches_resemblyzer_within_1e5(encoder: GE2ESpeakerEncoder, upstream: object, path: Path) -> None:
     from resemblyzer import preprocess_wav
 
@@ -89,6 +90,7 @@ def test_partial_starts_follow_rate_and_coverage(encoder: GE2ESpeakerEncoder) ->
 
 
 # ----------------------------------------------------------------------------- speaker ranking
+@pytest.mark.slow
 def test_same_reader_pairs_score_above_every_synthetic_voice_pair(encoder: GE2ESpeakerEncoder) -> None:
     real = _embed(encoder, LIBRIVOX)
     synthetic = _embed(encoder, SYNTHETIC)
@@ -210,6 +212,7 @@ def test_invalid_config_raises_naming_field(changes: dict[str, object], message:
         GE2EConfig(**changes)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_save_and_auto_load_in_a_fresh_process_is_bit_exact(encoder: GE2ESpeakerEncoder, tmp_path: Path) -> None:
     directory = encoder.save(tmp_path / "ge2e")
     single = encoder.save(tmp_path / "ge2e.pth")

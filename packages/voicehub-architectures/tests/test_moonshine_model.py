@@ -231,6 +231,7 @@ def test_adapter_accounts_for_every_tensor_of_the_wheel_files(base: MoonshineMod
         assert f"moonshine-cpp 0.1.4 base-en {name}" in KNOWN_CHECKPOINTS[file_sha256(MODEL_DIR / name)]
 
 
+@pytest.mark.slow
 def test_loading_needs_neither_onnxruntime_nor_flatbuffers() -> None:
     code = (
         "import sys; sys.modules['onnxruntime'] = sys.modules['flatbuffers'] = None\n"

@@ -139,6 +139,7 @@ def test_finished_windows_leave_the_batch_and_the_rest_decode_as_alone(tiny, cli
         )
 
 
+@pytest.mark.slow
 def test_batched_word_alignment_equals_one_by_one_and_can_skip_probabilities(tiny, clips) -> None:
     """Windows of different lengths aligned in one padded pass get the words each gets alone; without
     word probabilities the times are the same and the probability is None."""
@@ -175,6 +176,7 @@ def _silence_and_noise() -> list[np.ndarray]:
     return [np.zeros(5 * 16000, dtype=np.float32), noise]
 
 
+@pytest.mark.slow
 def test_silence_and_white_noise_give_no_text(tiny, base) -> None:
     for transcriber, options in ((tiny, DecodingOptions()), (base, DecodingOptions(language="en"))):
         for transcript in transcriber.transcribe_windows(_silence_and_noise(), options=options):
@@ -182,6 +184,7 @@ def test_silence_and_white_noise_give_no_text(tiny, base) -> None:
     assert tiny.transcribe(_silence_and_noise()[1]).text == ""  # the long-form path skips it too
 
 
+@pytest.mark.slow
 def test_base_detects_english_on_english_speech(base, tiny, clips) -> None:
     transcripts = base.transcribe_windows(clips[:2], options=GREEDY)
     assert [t.language for t in transcripts] == ["en", "en"]
@@ -204,6 +207,7 @@ def test_translate_puts_the_translate_token_in_the_start_sequence(base) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_temperature_fallback_keeps_the_most_probable_result(tiny, clips) -> None:
     never_good = DecodingOptions(
         temperatures=(0.0, 0.6, 1.0), best_of=2, logprob_threshold=0.0, no_speech_threshold=None
@@ -223,6 +227,7 @@ def openai_tiny(whisper_tiny, tmp_path_factory: pytest.TempPathFactory) -> Itera
     yield whisper.load_model(str(path), device="cpu")
 
 
+@pytest.mark.slow
 def test_beam_search_and_prompt_tokens_equal_openai_whisper(tiny, openai_tiny, clips) -> None:
     import whisper
 

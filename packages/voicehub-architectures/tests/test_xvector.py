@@ -123,6 +123,7 @@ def test_forward_errors_and_headless_model() -> None:
         model(torch.zeros(2, 16000), torch.tensor([16000]))
 
 
+@pytest.mark.slow
 def test_save_and_auto_load_in_fresh_process_is_bit_exact(tmp_path: Path) -> None:
     torch.manual_seed(2)
     model = XVector(_small_config()).eval()

@@ -265,6 +265,7 @@ def test_truncated_hdf5_file_raises_an_error_naming_the_file(tmp_path: Path) -> 
     assert isinstance(info.value, VoiceHubError) and isinstance(info.value, ValueError)
 
 
+@pytest.mark.slow
 def test_flipped_bytes_anywhere_raise_hyperion_file_error_never_a_bare_h5py_error(tmp_path: Path) -> None:
     """Damaged object headers made h5py raise a bare RuntimeError ("Unable to synchronously check link
     existence") from the ``/config`` lookup; every damaged copy must load or raise a VoiceHub error,

@@ -21,6 +21,7 @@ SCRIPT = ROOT / "benchmarks" / "optimization_passes.py"
 
 
 def _benchmark(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # as when run as a script: its helpers beside it
     spec = importlib.util.spec_from_file_location("optimization_passes_benchmark", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -37,7 +38,8 @@ def test_the_benchmark_prints_without_touching_the_docs_unless_write_docs_is_giv
     assert parser.parse_args([]).write_docs is False and parser.parse_args(["--write-docs"]).write_docs is True
     assert "the table reports the fastest (minimum)" in " ".join(parser.format_help().split())  # --repeats
     doc = ROOT / "docs" / "optimization.md"
-    before = doc.read_bytes()
+    results = ROOT / "benchmarks" / "results" / "optimization_passes.jsonl"
+    before, results_before = doc.read_bytes(), results.read_bytes()
     # webrtc runtimes are not torch modules: eval-mode reports not-applicable, so this run is quick.
     argv = ["optimization_passes.py", "--models", "vad_webrtc", "--passes", "eval-mode", "--repeats", "1"]
     monkeypatch.setattr(sys, "argv", argv)
@@ -49,6 +51,7 @@ def test_the_benchmark_prints_without_touching_the_docs_unless_write_docs_is_giv
     out = capsys.readouterr().out
     assert "| vad_webrtc | eval-mode | not-applicable |" in out and "updated docs" not in out
     assert doc.read_bytes() == before
+    assert results.read_bytes() == results_before  # recorded only with --record or --write-docs
     monkeypatch.setattr(sys, "argv", [*argv[:-1], "0"])
     with pytest.raises(SystemExit):
         benchmark.main()

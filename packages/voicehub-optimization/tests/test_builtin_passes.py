@@ -227,6 +227,7 @@ def test_sdpa_attention_malformed_or_unsupported_protocol_fails_and_absent_is_no
 
 
 # ------------------------------------------------------------------------------------------ compile
+@pytest.mark.slow
 def test_compile_inductor_keeps_state_keys_and_records_compiled_status() -> None:
     model = nn.Sequential(nn.Linear(8, 8), nn.ReLU()).eval()
     x = torch.randn(3, 8)

@@ -62,6 +62,7 @@ def test_asr_whisper_is_the_default_asr_and_reads_the_tiny_en_wheel(tiny: Whispe
     assert sizes == (384, 4, 4, 51864)  # tiny.en
 
 
+@pytest.mark.slow
 def test_librivox_batch_wer_tiny_en_at_most_5_percent(tiny: WhisperASRModel) -> None:
     references = _references()
     outputs = tiny.transcribe([str(p) for p in LIBRIVOX])
@@ -71,6 +72,7 @@ def test_librivox_batch_wer_tiny_en_at_most_5_percent(tiny: WhisperASRModel) -> 
     assert all(o.language == "en" and o.segments for o in outputs)
 
 
+@pytest.mark.slow
 def test_librivox_batch_equals_one_by_one(tiny: WhisperASRModel) -> None:
     together = tiny.transcribe([str(p) for p in LIBRIVOX[:3]], batch_size=3)
     alone = [tiny.transcribe(str(p)) for p in LIBRIVOX[:3]]
@@ -85,6 +87,7 @@ def test_librivox_wer_base_at_most_2_percent(base: WhisperBaseASRModel) -> None:
     assert wer <= 0.02, (wer, [o.text for o in outputs])
 
 
+@pytest.mark.slow
 def test_base_detects_english_and_refuses_an_unknown_language(base: WhisperBaseASRModel) -> None:
     output = base.transcribe(str(LIBRIVOX[4]))
     assert output.language == "en"
@@ -132,12 +135,14 @@ def test_goforward_raw_at_its_rate(tiny: WhisperASRModel) -> None:
     assert re.sub(r"[^a-z0-9 ]", "", output.text.lower()) in {"go forward ten meters", "go forward 10 meters"}
 
 
+@pytest.mark.slow
 def test_goforward_at_another_rate_is_resampled(tiny: WhisperASRModel) -> None:
     waveform = load_raw_pcm(DATA / "goforward.raw", sample_rate=16000).with_sample_rate(44100)
     output = tiny.transcribe(waveform.samples, sample_rate=44100)
     assert "forward" in output.text.lower()
 
 
+@pytest.mark.slow
 def test_silence_and_white_noise_give_empty_text(tiny: WhisperASRModel) -> None:
     silence = np.zeros(5 * 16000, dtype=np.float32)
     noise = np.random.default_rng(0).normal(0.0, 0.1, 5 * 16000).astype(np.float32)
@@ -148,6 +153,7 @@ def test_silence_and_white_noise_give_empty_text(tiny: WhisperASRModel) -> None:
     assert [o.segments for o in outputs] == [(), ()]
 
 
+@pytest.mark.slow
 def test_word_timestamps_are_ordered_inside_the_clip(tiny: WhisperASRModel) -> None:
     output = tiny.transcribe(str(LIBRIVOX[0]), word_timestamps=True)
     words = [w for s in output.segments for w in s.words]
@@ -158,6 +164,7 @@ def test_word_timestamps_are_ordered_inside_the_clip(tiny: WhisperASRModel) -> N
     assert all(w.confidence is not None and 0 <= w.confidence <= 1 for w in words)
 
 
+@pytest.mark.slow
 def test_beam_search_and_temperature_options(tiny: WhisperASRModel) -> None:
     greedy = tiny.transcribe(str(LIBRIVOX[4]), temperature=0.0)
     beam = tiny.transcribe(str(LIBRIVOX[4]), beam_size=5, temperature=0.0)
@@ -189,6 +196,7 @@ def test_undecodable_file_raises_audio_decode_error(tiny: WhisperASRModel, tmp_p
         tiny.transcribe(str(bad))
 
 
+@pytest.mark.slow
 def test_save_pretrained_round_trip_keeps_the_transcript(tiny: WhisperASRModel, tmp_path: Path) -> None:
     options = ASRWhisperOptions(word_timestamps=True)
     saved = WhisperASRModel.from_pretrained(device="cpu", lazy_load=False)
@@ -225,6 +233,7 @@ def test_missing_base_part_names_the_install_command(tmp_path: Path) -> None:
         model.load()
 
 
+@pytest.mark.slow
 def test_outputs_are_asr_outputs_with_metadata(tiny: WhisperASRModel) -> None:
     output = tiny.transcribe(str(LIBRIVOX[2]))
     assert isinstance(output, ASROutput)

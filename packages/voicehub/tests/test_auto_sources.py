@@ -14,6 +14,7 @@ DATA = Path(__file__).resolve().parents[3] / "tests" / "data"
 WAV = DATA / "librivox" / "sense_and_sensibility_01_austen_64kb-0880.wav"
 
 
+@pytest.mark.slow
 def test_a_hyperion_encoder_directory_loads_as_sv_ge2e_with_the_same_embeddings(tmp_path: Path) -> None:
     default = AutoModelForSpeakerVerification.from_pretrained()
     default.load()

@@ -160,6 +160,7 @@ def test_ray_engine_equals_the_plain_loop_on_200_real_clips(
     assert summary.engine == "ray" and summary.files == NUM_CLIPS and summary.failures == silent
 
 
+@pytest.mark.slow
 def test_missing_empty_and_corrupt_files_become_error_rows_and_the_job_finishes(tmp_path: Path) -> None:
     good = _cut_corpus(tmp_path / "good", 3)
     (tmp_path / "empty.wav").write_bytes(b"")
@@ -190,6 +191,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_a_job_killed_midway_and_resumed_writes_each_input_exactly_once(tmp_path: Path) -> None:
     paths = _cut_corpus(tmp_path / "clips", 40)
     output = tmp_path / "out"
@@ -249,6 +251,7 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("cpus_per_worker", [1, 2], ids=["forked", "forkserver"])
+@pytest.mark.slow
 def test_workers_exit_when_the_driver_is_killed(tmp_path: Path, cpus_per_worker: int) -> None:
     paths = _cut_corpus(tmp_path / "clips", 24)
     script = tmp_path / "job.py"
@@ -292,6 +295,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_workers_forked_from_a_driver_that_used_openmp_threads_do_not_deadlock(tmp_path: Path) -> None:
     paths = _cut_corpus(tmp_path / "clips", 4)
     script = tmp_path / "job.py"

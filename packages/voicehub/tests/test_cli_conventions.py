@@ -71,6 +71,7 @@ def test_a_directory_without_audio_and_an_empty_stdin_list_are_refused(tmp_path:
     assert result.exit_code == 2 and "standard input listed no paths" in result.output
 
 
+@pytest.mark.slow
 def test_embed_output_dash_writes_the_npy_array_to_stdout(tmp_path: Path) -> None:
     runner = CliRunner()
     to_stdout = runner.invoke(main, ["embed", *map(str, LIBRIVOX[:2]), "--output", "-", "--no-progress"])
@@ -85,6 +86,7 @@ def test_embed_output_dash_writes_the_npy_array_to_stdout(tmp_path: Path) -> Non
     assert refused.exit_code == 2 and "--json and --output - would both print to standard output" in refused.output
 
 
+@pytest.mark.slow
 def test_embed_output_dir_and_jsonl_give_one_vector_per_input(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main, ["embed", str(LIBRIVOX_DIR), "--output-dir", str(tmp_path / "vectors"), "--jsonl", "--no-progress"]

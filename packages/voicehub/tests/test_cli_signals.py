@@ -9,7 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow
 def test_sigterm_mid_write_leaves_no_staging_file_and_keeps_the_old_output(tmp_path: Path) -> None:
     target = tmp_path / "keep.wav"
     target.write_bytes(b"previous content")

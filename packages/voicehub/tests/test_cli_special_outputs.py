@@ -19,6 +19,7 @@ VAD = [sys.executable, "-m", "voicehub", "vad", str(CLIP)]
 RTTM_LINE = f"SPEAKER {CLIP.stem} 1 0.322 6.588 <NA> <NA> speech <NA> <NA>"
 
 
+@pytest.mark.slow
 def test_rttm_to_dev_stdout_prints_it() -> None:
     result = subprocess.run([*VAD, "--rttm", "/dev/stdout"], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
@@ -26,6 +27,7 @@ def test_rttm_to_dev_stdout_prints_it() -> None:
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="process substitution needs bash")
+@pytest.mark.slow
 def test_rttm_to_a_process_substitution_pipe(tmp_path: Path) -> None:
     out = tmp_path / "piped.rttm"
     script = f'{" ".join(map(str, VAD))} --rttm >(cat > "{out}"); status=$?; wait $!; exit $status'
@@ -34,6 +36,7 @@ def test_rttm_to_a_process_substitution_pipe(tmp_path: Path) -> None:
     assert out.read_text().strip() == RTTM_LINE
 
 
+@pytest.mark.slow
 def test_rttm_into_a_fifo_keeps_the_fifo(tmp_path: Path) -> None:
     fifo = tmp_path / "segments.rttm"
     os.mkfifo(fifo)
@@ -48,6 +51,7 @@ def test_rttm_into_a_fifo_keeps_the_fifo(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mknod needs root")
+@pytest.mark.slow
 def test_rttm_into_a_character_device_keeps_the_device(tmp_path: Path) -> None:
     null = tmp_path / "null"
     os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
@@ -63,6 +67,7 @@ def test_rttm_into_a_character_device_keeps_the_device(tmp_path: Path) -> None:
     [["models"], ["vad", str(CLIP)], ["synthesize", "Hello there.", "--output-raw", "--threads", "1"]],
     ids=["models", "vad", "synthesize-raw"],
 )
+@pytest.mark.slow
 def test_standard_output_on_a_full_device_is_one_clear_error(command: list[str]) -> None:
     """Small outputs fail at the final flush, a raw PCM stream at its first write: the same message."""
     with open("/dev/full", "wb") as full:

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from voicehub.cli import main
@@ -32,6 +33,7 @@ def test_normalise_text_lowercases_and_drops_punctuation_but_keeps_apostrophes()
     )
 
 
+@pytest.mark.slow
 def test_evaluate_asr_reports_wer_and_rtf_on_librivox(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["evaluate", "asr", str(_manifest(tmp_path)), "--json", "--device", "cpu"])
     assert result.exit_code == 0, result.output
@@ -51,6 +53,7 @@ def test_evaluate_asr_names_a_bad_manifest_line(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "bad.tsv:1" in result.output and "missing.wav" in result.output
 
 
+@pytest.mark.slow
 def test_evaluate_asr_names_the_flag_and_scores_the_files_that_decode(tmp_path: Path) -> None:
     manifest = _manifest(tmp_path)
     bad_beam = CliRunner().invoke(main, ["evaluate", "asr", str(manifest), "--beam-size", "0"])

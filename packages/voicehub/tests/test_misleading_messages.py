@@ -59,6 +59,7 @@ def test_no_speech_found_still_suggests_switching_trimming_off(tmp_path: Path) -
     assert CliRunner().invoke(main, ["embed", "--no-trim-silence", str(hum)]).exit_code == 0
 
 
+@pytest.mark.slow
 def test_a_fifo_and_dev_stdin_given_as_audio_are_named_as_such(tmp_path: Path) -> None:
     fifo = tmp_path / "clip.wav"
     os.mkfifo(fifo)

@@ -73,6 +73,7 @@ def _spec_param(spec: ModelSpec) -> Any:
 
 
 @pytest.mark.parametrize("spec", [_spec_param(spec) for spec in MODEL_CATALOG.list()])
+@pytest.mark.slow
 def test_every_registered_model_pickles_into_a_lazy_wrapper_with_equal_outputs(spec: ModelSpec, tmp_path: Path) -> None:
     model = _model(spec, tmp_path)
     before = pickle.dumps(model)  # not loaded yet
@@ -118,6 +119,7 @@ def test_an_unpicklable_pass_is_refused_with_its_name() -> None:
         pickle.dumps(model)
 
 
+@pytest.mark.slow
 def test_an_attached_plda_backend_is_carried_by_value(tmp_path: Path) -> None:
     torch.manual_seed(0)
     config = SVXVectorConfig(encoder=XVectorConfig(channels=32, embedding_dim=16))

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import pytest
 import torch
 
 from voicehub.training import TrainerConfig
@@ -25,6 +26,7 @@ def _recipe() -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 def test_recipe_core_trains_fits_plda_and_scores_held_out_speakers(tmp_path: Path) -> None:
     recipe = _recipe()
     torch.manual_seed(0)

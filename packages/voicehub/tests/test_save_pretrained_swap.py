@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from voicehub import AutoModel
 from voicehub.core import load_audio
@@ -33,6 +34,7 @@ model.save_pretrained(sys.argv[1])
 """
 
 
+@pytest.mark.slow
 def test_a_killed_save_pretrained_keeps_the_old_directory_and_the_next_save_cleans_up(tmp_path: Path) -> None:
     model = SileroVADModel.from_pretrained(device="cpu")
     saved = model.save_pretrained(tmp_path / "vad")

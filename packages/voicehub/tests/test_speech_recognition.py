@@ -129,6 +129,7 @@ def _same_segments(stream: list[ASRSegment], output: ASROutput) -> None:
     assert " ".join(s.text for s in stream) == output.text
 
 
+@pytest.mark.slow
 def test_long_form_vad_batched_mode(vad_words: ASROutput, sequential_words: ASROutput) -> None:
     output = vad_words
     assert output.metadata["windows"] >= 3

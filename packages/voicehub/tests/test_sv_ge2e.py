@@ -160,6 +160,7 @@ def test_missing_weights_wheel_names_a_command_that_installs_it(monkeypatch: pyt
 
 
 # ----------------------------------------------------------------------------- PLDA back-end
+@pytest.mark.slow
 def test_plda_backend_beats_cosine_on_held_out_sentences_and_survives_save_load(
     verifier: GE2ESpeakerVerifier, corpus_embeddings: dict[str, np.ndarray], tmp_path: Path
 ) -> None:
@@ -445,6 +446,7 @@ def test_multi_clip_enrolment_scores_the_mean_embedding(verifier: GE2ESpeakerVer
         verifier.verify(enrol, test, threshold=2.0)
 
 
+@pytest.mark.slow
 def test_multi_clip_enrolment_with_a_backend_and_detach_survives_reload(tmp_path: Path) -> None:
     verifier = GE2ESpeakerVerifier.from_pretrained(device="cpu")
     speakers = ("flite_slt", "flite_awb", "espeak_us_m1", "espeak_gb_f3")

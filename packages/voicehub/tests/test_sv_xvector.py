@@ -112,6 +112,7 @@ def test_a_version_1_config_with_copied_encoder_fields_migrates_to_the_nested_gr
         SVXVectorConfig.from_dict({**old, "sample_rate": 8000})
 
 
+@pytest.mark.slow
 def test_sv_xvector_scores_with_a_plda_backend_like_every_sv_model(tmp_path: Path) -> None:
     """The PLDA back-end lives with the task: an x-vector model fits, attaches, saves and reloads one."""
     torch.manual_seed(0)

@@ -38,6 +38,7 @@ def _run(*args: str, stdin: str | bytes | None = None) -> tuple[int, bytes, str]
     return result.exit_code, result.stdout_bytes, result.stderr
 
 
+@pytest.mark.slow
 def test_text_argument_to_a_wav_file_equals_the_api(tts: VITSTTSModel, tmp_path: Path) -> None:
     code, out, err = _run(TEXT, "-o", str(tmp_path / "sub" / "hello.wav"), "--seed", "1")
     assert code == 0, err
@@ -50,6 +51,7 @@ def test_text_argument_to_a_wav_file_equals_the_api(tts: VITSTTSModel, tmp_path:
     assert out.decode().strip() == f"{tmp_path / 'sub' / 'hello.wav'}: {expected.duration_s:.2f} s at 22050 Hz"
 
 
+@pytest.mark.slow
 def test_text_file_and_stdin_give_the_same_audio(tmp_path: Path) -> None:
     (tmp_path / "in.txt").write_text(TEXT + "\n", encoding="utf-8")
     assert _run("--text-file", str(tmp_path / "in.txt"), "-o", str(tmp_path / "a.flac"), "--seed", "2")[0] == 0
@@ -64,6 +66,7 @@ def test_pcm16_converts_as_libsndfile_does_for_a_wav_clipping_out_of_range_sampl
     assert np.frombuffer(pcm16(samples), dtype="<i2").tolist() == [32767, -32768, 32767, -32768, 16384, -8192, 0]
 
 
+@pytest.mark.slow
 def test_output_raw_streams_16_bit_pcm_equal_to_the_api(tts: VITSTTSModel, tmp_path: Path) -> None:
     code, raw, err = _run(TEXT, "--output-raw", "--seed", "3")
     assert code == 0, err
@@ -117,6 +120,7 @@ def test_dev_null_is_accepted_and_written_into(tmp_path: Path) -> None:
     assert Path("/dev/null").is_char_device()  # still the device
 
 
+@pytest.mark.slow
 def test_dev_stdout_gets_a_wav_file_equal_to_the_api(tts: VITSTTSModel) -> None:
     import subprocess
 

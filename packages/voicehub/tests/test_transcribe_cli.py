@@ -88,6 +88,7 @@ def _seconds(clock: str) -> float:
     return int(hours) * 3600 + int(minutes) * 60 + float(rest)
 
 
+@pytest.mark.slow
 def test_transcribe_a_directory_and_standard_input(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main, ["transcribe", str(DATA / "librivox"), "-", "-o", str(tmp_path), "--no-progress", "--device", "cpu"],

@@ -167,6 +167,7 @@ def test_output_path_writes_the_audio_and_names_it(tts: VITSTTSModel, tmp_path: 
         tts.generate(["One.", "Two."], output_path=[tmp_path / "x.wav"])
 
 
+@pytest.mark.slow
 def test_save_pretrained_round_trip_gives_the_same_audio(tts: VITSTTSModel, tmp_path: Path) -> None:
     tts.save_pretrained(tmp_path / "saved")
     reloaded = voicehub.AutoModel.from_pretrained(tmp_path / "saved", device="cpu")

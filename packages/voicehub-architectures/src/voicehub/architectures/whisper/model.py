@@ -437,13 +437,13 @@ class TextDecoder(nn.Module):
         """Project hidden states (..., W) onto the vocabulary with the tied embedding: float32 (..., vocab).
 
         Outside training (no gradient wanted for the embedding) a decoding step's few rows take
-        faster routes through the same float32 products (the sum order changes, so results move by
-        rounding only). Measured on 2 CPU threads for tiny.en's 51864 x 384 embedding: one row
-        against a (W, vocab) column-major copy of the embedding, 6.5 ms instead of 13.4 ms; 2 to
-        :data:`BLOCKED_MAX_ROWS` rows as one batched product over blocks of
-        :data:`VOCAB_BLOCK_ROWS` embedding rows (a view, no copy), 9 ms instead of 22-40 ms for 4
-        rows (the plain product of a few rows by the whole matrix runs far below memory speed). The
-        column-major copy costs the matrix's size once more and is remade when the weights change.
+        other routes through the same float32 products (the sum order changes, so results move by
+        rounding only), because the plain product of a few rows by the whole (vocab, W) matrix runs
+        far below memory speed: one row against a (W, vocab) column-major copy of the embedding; 2
+        to :data:`BLOCKED_MAX_ROWS` rows as one batched product over blocks of
+        :data:`VOCAB_BLOCK_ROWS` embedding rows (a view, no copy). The column-major copy costs the
+        matrix's size once more and is remade when the weights change. (Timings: run 3 of
+        ``benchmarks/results/asr_speed.jsonl``.)
         """
         weight = self.token_embedding.weight
         hidden = hidden.to(weight.dtype)  # the tied weights' dtype
@@ -479,7 +479,7 @@ class TextDecoder(nn.Module):
 
 
 VOCAB_BLOCK_ROWS = 2048
-"""Embedding rows per block of :func:`_blocked_projection` (any size from 1024 to 4096 measured alike)."""
+"""Embedding rows per block of :func:`_blocked_projection` (not critical: sizes from 1024 to 4096 ran alike)."""
 
 BLOCKED_MAX_ROWS = 32
 """Most hidden rows projected block by block; more rows go through one plain matrix product."""

@@ -178,8 +178,8 @@ def single_threaded_blas() -> Iterator[None]:
     """Run the enclosed small-matrix linear algebra with one BLAS thread, then restore the setting.
 
     EM steps and eigendecompositions of (dim, dim) matrices with dim of a few hundred gain
-    nothing from BLAS threads, and on a busy machine OpenBLAS threads spin-wait: measured on a
-    loaded 2-core host, a 200 x 200 ``eigh`` took 522 ms with 2 threads and 5 ms with 1. Uses
+    nothing from BLAS threads, and on a busy machine OpenBLAS threads spin-wait, which can make a
+    small ``eigh`` two orders of magnitude slower than on one thread (docs/hyperion.md). Uses
     ``threadpoolctl`` when it is installed and is a no-op otherwise.
     """
     try:

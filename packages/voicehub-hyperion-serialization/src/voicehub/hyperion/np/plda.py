@@ -164,8 +164,8 @@ def _class_sums(x: FloatArray, ids: NDArray[np.int64], num_classes: int) -> tupl
     """``(counts (num_classes,), sums (num_classes, dim))`` as one sparse (classes x rows) indicator product.
 
     Same statistics as :func:`class_stats`, but without gathering the rows into class order
-    (a copy of ``x`` when the labels are not grouped) and about 6x faster than ``reduceat`` on
-    21k x 200 embeddings.
+    (a copy of ``x`` when the labels are not grouped), and faster than ``reduceat`` on the
+    benchmark's embeddings (``benchmarks/hyperion_speed.py``).
     """
     counts = np.bincount(ids, minlength=num_classes).astype(np.float64)
     indptr = np.zeros(num_classes + 1, dtype=np.int64)
