@@ -18,8 +18,7 @@ all that the optimization host and the trainer use. Its lifecycle is::
   bundle, so they are attached exactly when the load succeeds.
 * Switching between inference and training is refused while an optimization plan is active in
   the current mode (restore it first), so inference-only state never reaches a training graph.
-* Inference options are validated against the wrapper's options class before any weights load.
-* Outputs are checked to be the task's normalized record type.
+* Inference options are validated before any weights load; outputs are checked to be the task's record.
 
 The task bases live in the task modules (:mod:`voicehub.text_to_speech`,
 :mod:`voicehub.speech_recognition`, :mod:`voicehub.voice_activity`,
@@ -34,14 +33,21 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeAlias, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeAlias, TypeVar
 
 from voicehub._call_gate import CallGate
+from voicehub._model_files import (
+    _inference_context,
+    _is_model_config,
+    _ModeSwitchable,
+    check_architecture_parts,
+    dtype_request,
+    read_saved_state_dict,
+    write_state_dict,
+)
 from voicehub._recipe import rebuild, recipe_of
-from voicehub.core import strict_json
-from voicehub.core.checkpoint import check_tensor_values, read_safetensors
 from voicehub.core.config import Config
 from voicehub.core.device import (
     Device,
@@ -54,7 +60,6 @@ from voicehub.core.device import (
     resolve_dtype,
 )
 from voicehub.core.errors import (
-    CheckpointError,
     ConfigError,
     InferenceOptionError,
     LifecycleError,
@@ -100,69 +105,6 @@ OPTIONS_FILE_NAME = "inference_options.json"
 
 SourceLike = str | os.PathLike[str] | CheckpointSource
 """A checkpoint source: a path, an ``hf:``/``dist:`` string, or a :class:`~voicehub.registry.CheckpointSource`."""
-
-
-@runtime_checkable
-class _ModeSwitchable(Protocol):
-    """A graph with torch's mode switches (``torch.nn.Module``)."""
-
-    def eval(self) -> object: ...
-
-    def train(self, mode: bool = True) -> object: ...
-
-    def requires_grad_(self, requires_grad: bool = True) -> object: ...
-
-
-@runtime_checkable
-class _HasStateDict(Protocol):
-    """A graph whose weights are a state dict (``torch.nn.Module``)."""
-
-    def state_dict(self) -> Mapping[str, torch.Tensor]: ...
-
-
-@contextlib.contextmanager
-def _inference_context() -> Iterator[None]:
-    """``torch.inference_mode()`` when torch is already imported; nothing otherwise."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        yield
-        return
-    with torch.inference_mode():
-        yield
-
-
-def _is_model_config(path: Path) -> bool:
-    """Whether ``path`` is a ``config.json`` written by ``save_pretrained`` (it names its ``model_type``).
-
-    An upstream checkpoint directory may hold a ``config.json`` of its own (CTranslate2 and Hugging
-    Face Whisper do); such a file is the adapter's to read, not a model config.
-    """
-    if not path.is_file():
-        return False
-    try:
-        document = strict_json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return True  # let the config reader report the problem with its path
-    return isinstance(document, dict) and "model_type" in document and MODEL_CATALOG.upstream_spec_of(document) is None
-
-
-def dtype_request(dtype: DTypeLike, torch_dtype: DTypeLike | None) -> DType:
-    """The dtype asked for through ``dtype=`` or its alias ``torch_dtype=`` (transformers' older name).
-
-    Raises:
-        ConfigError: when both are given and differ, naming both.
-        DeviceError: for a malformed dtype.
-    """
-    requested = normalize_dtype(dtype)
-    if torch_dtype is None:
-        return requested
-    alias = normalize_dtype(torch_dtype)
-    if requested is not DType.AUTO and requested is not alias:
-        raise ConfigError(
-            f"dtype={requested.value!r} and torch_dtype={alias.value!r} disagree; torch_dtype is an alias of dtype, "
-            "pass only one of them"
-        )
-    return alias
 
 
 class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
@@ -562,31 +504,10 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
                 f"RuntimeBundle (wrap the graph: RuntimeBundle(module=model))"
             )
         if architecture is not None:
-            self._check_architecture_parts(architecture, runtime.module)
+            check_architecture_parts(type(self).__name__, architecture, runtime.module)
         runtime = self._move_runtime(runtime, device=device, dtype=dtype)
         self._device = device
         return runtime
-
-    def _check_architecture_parts(self, architecture: ArchitectureSpec, module: object) -> None:
-        """Resolve every part the architecture references, and check the graph is its ``builder``'s.
-
-        Run on every runtime build, so a reference in a family's ``registration.py`` that stops
-        resolving (a renamed class, a moved function) fails the first load, naming it.
-
-        Raises:
-            SpecError: naming a reference that does not resolve.
-            LifecycleError: when the built graph is not an instance of the architecture's builder.
-        """
-        for part, reference in architecture.references().items():
-            if reference is not None:
-                architecture.resolve(part)
-        builder = architecture.resolve("builder") if architecture.builder is not None else None
-        if isinstance(builder, type) and not isinstance(module, builder):
-            raise LifecycleError(
-                f"{type(self).__name__} built a {type(module).__name__}, but its architecture "
-                f"{architecture.architecture_id!r} names the builder {architecture.builder}; the wrapper and the "
-                f"architecture's registration.py disagree: fix one of them"
-            )
 
     def _resolve_checkpoint(self) -> Path | None:
         """Resolve the source; a missing registered default names its install command and the alternative."""
@@ -839,15 +760,7 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
             CheckpointError: for a module without a ``state_dict`` (a wrapper author overrides
                 this hook, or sets ``has_weights = False`` for a model without weights).
         """
-        module = runtime.module
-        if not isinstance(module, _HasStateDict):
-            raise CheckpointError(
-                f"{type(self).__name__}: the module {type(module).__name__} has no state_dict(); "
-                f"override _save_weights() to save it, or set has_weights = False if the model has no weights"
-            )
-        safetensors_torch = import_optional("safetensors.torch", purpose="saving weights")
-        tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in module.state_dict().items()}
-        safetensors_torch.save_file(tensors, str(directory / WEIGHTS_FILE_NAME), metadata={"format": "pt"})
+        write_state_dict(runtime.module, directory, owner=type(self).__name__)
 
     @staticmethod
     def load_saved_state_dict(checkpoint: Path | None) -> dict[str, torch.Tensor] | None:
@@ -863,11 +776,7 @@ class PreTrainedSpeechModel(Generic[ConfigT, OptionsT, RuntimeT]):
             CheckpointError: naming the file when it is truncated or corrupt, or holds tensors with
                 NaN or infinite values.
         """
-        if checkpoint is None or not checkpoint.is_dir() or not (checkpoint / WEIGHTS_FILE_NAME).is_file():
-            return None
-        loaded: dict[str, torch.Tensor] = read_safetensors(checkpoint / WEIGHTS_FILE_NAME)[0]
-        check_tensor_values(loaded, source=checkpoint / WEIGHTS_FILE_NAME)
-        return loaded
+        return read_saved_state_dict(checkpoint)
 
     def __repr__(self) -> str:
         source = self.source.to_string() if self.source is not None else None

@@ -48,13 +48,14 @@ from typing import Any, ClassVar, Literal, Protocol, overload, runtime_checkable
 
 import numpy as np
 
+from voicehub._model_files import _inference_context
 from voicehub.audio_input import PreTrainedAudioModel
 from voicehub.core.audio import AudioLike, Waveform
 from voicehub.core.config import Config
 from voicehub.core.errors import ConfigError, InferenceOptionError
 from voicehub.core.outputs import ASROutput, ASRSegment, ASRWord, VADOutput
 from voicehub.core.tasks import SpeechTask
-from voicehub.modeling import ConfigT, OptionsT, RuntimeT, _inference_context
+from voicehub.modeling import ConfigT, OptionsT, RuntimeT
 from voicehub.registry import MODEL_CATALOG
 from voicehub.speech_segmentation import VADOptions
 

@@ -15,10 +15,11 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import ClassVar, overload
 
+from voicehub._model_files import _inference_context
 from voicehub.core.errors import InferenceOptionError
 from voicehub.core.outputs import TTSOutput, check_output
 from voicehub.core.tasks import SpeechTask
-from voicehub.modeling import ConfigT, OptionsT, PreTrainedSpeechModel, RuntimeT, _inference_context
+from voicehub.modeling import ConfigT, OptionsT, PreTrainedSpeechModel, RuntimeT
 
 PathLike = str | os.PathLike[str]
 
