@@ -266,6 +266,9 @@ def test_seed_004_examples_save_and_auto_load_in_a_fresh_process(
     assert torch.equal(reloaded(x), embedder(x))
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), str(site), os.environ.get("PYTHONPATH", "")])}
+    # The same intra-op thread count as here: another count sums in another order (XVector's output
+    # then differed by 2.2e-8 after an earlier test left this process at one thread).
+    env["OMP_NUM_THREADS"] = str(torch.get_num_threads())
     done = subprocess.run(
         [sys.executable, "-c", FRESH_PROCESS_004, str(tmp_path)], capture_output=True, text=True, env=env, timeout=300
     )
