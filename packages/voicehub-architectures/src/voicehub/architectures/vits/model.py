@@ -288,13 +288,10 @@ class VITSGenerator(nn.Module):
         logw = self._log_durations(x, x_mask, g, noise, generator, noise_w, lengths)
         durations = torch.ceil(torch.exp(logw) * x_mask * length_scale)[:, 0].long()  # frames per id
         num_frames = durations.sum(dim=1).clamp_min(1)
-        m_frames, logs_frames = _regulate_length(durations, torch.cat([m_p, logs_p], 1), int(num_frames.max())).chunk(
-            2, 1
-        )
-        z_p = (
-            m_frames
-            + self._latent_noise(noise, generator, num_frames, noise_scale) * torch.exp(logs_frames) * noise_scale
-        )
+        stats = _regulate_length(durations, torch.cat([m_p, logs_p], 1), int(num_frames.max()))  # per frame
+        m_frames, logs_frames = stats.chunk(2, 1)
+        noise_frames = self._latent_noise(noise, generator, num_frames, noise_scale)
+        z_p = m_frames + noise_frames * torch.exp(logs_frames) * noise_scale
         y_mask = sequence_mask(num_frames, z_p.shape[2])
         z = backend.flow_inverse(self.flow, z_p, y_mask, g) * y_mask
         audio = backend.decode(self.dec, z, num_frames, g)
