@@ -12,7 +12,7 @@ import copy
 import importlib.metadata
 import pickle
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,9 +27,7 @@ from voicehub.architectures.vits import (
     load_piper_voice,
     pad_phoneme_ids,
 )
-from voicehub.architectures.vits.encoder import ONEDNN_FEED_FORWARD_MIN_ROWS
-from voicehub.architectures.vits.layers import sequence_mask
-from voicehub.architectures.vits.model import SPLIT_FLOW_MIN_FRAMES
+from voicehub.architectures.vits.backend import PLAIN, ExecutionBackend, FastCPUBackend
 from voicehub.core.errors import ConfigError, InferenceOptionError, UnknownConfigKeyError
 
 pytestmark = pytest.mark.usefixtures("one_intra_op_thread")
@@ -157,13 +155,16 @@ def test_output_shapes_and_durations(voice: PiperVoice) -> None:
     assert bool(((slow_frames <= 2 * frames) & (slow_frames >= 2 * frames - lengths)).all()), (frames, slow_frames)
 
 
-@pytest.mark.parametrize("frames_per_item", [True, False])
-def test_batched_equals_one_by_one_without_noise(voice: PiperVoice, frames_per_item: bool) -> None:
+@pytest.mark.parametrize("backend", [PLAIN, FastCPUBackend()], ids=["plain", "fast"])
+def test_batched_equals_one_by_one_without_noise(voice: PiperVoice, backend: ExecutionBackend) -> None:
+    """One intra-op thread: the batch runs padded and masked through every stage, on either backend."""
+    model = copy.copy(voice.model)  # the same modules, another backend
+    model.backend = backend
     ids, lengths = pad_phoneme_ids(SENTENCES)
     with torch.inference_mode():
-        out = voice.model(ids, lengths, noise_scale=0.0, noise_w=0.0, frames_per_item=frames_per_item)
+        out = model(ids, lengths, noise_scale=0.0, noise_w=0.0)
     for row, sentence in enumerate(SENTENCES):
-        alone, durations = _alone(voice.model, sentence, noise_scale=0.0, noise_w=0.0)
+        alone, durations = _alone(model, sentence, noise_scale=0.0, noise_w=0.0)
         assert torch.equal(out.durations[row, : len(sentence)], durations)
         batched = out.waveform[row, : int(out.num_samples[row])]
         assert batched.shape == alone.shape
@@ -189,11 +190,11 @@ def test_batched_equals_one_by_one_with_explicit_noise_and_per_item_generators(v
 
 
 def test_batched_items_on_two_threads_equal_one_by_one(voice: PiperVoice) -> None:
-    """With two intra-op threads a batch runs each item's flow and decoder on its own thread (one
+    """With two intra-op threads a batch without noise runs each item whole on its own thread (one
     intra-op thread each); the audio equals each sentence alone, and the caller keeps its two threads."""
     ids, lengths = pad_phoneme_ids(SENTENCES)
     decoder_threads = _Meeting()
-    handle = voice.model.dec.register_forward_pre_hook(decoder_threads)
+    handle = voice.model.enc_p.emb.register_forward_pre_hook(decoder_threads)
     try:
         with _two_threads():
             with torch.inference_mode():
@@ -222,7 +223,7 @@ def test_items_with_their_own_generators_run_whole_on_two_threads(voice: PiperVo
         calls.append(int(args[0].shape[0]))
         meeting()
 
-    handle = voice.model.enc_p.register_forward_pre_hook(record)
+    handle = voice.model.enc_p.emb.register_forward_pre_hook(record)
     try:
         with _two_threads(), torch.inference_mode():
             out = voice.model(ids, lengths, generator=[torch.Generator().manual_seed(20 + r) for r in range(3)])
@@ -237,217 +238,28 @@ def test_items_with_their_own_generators_run_whole_on_two_threads(voice: PiperVo
         assert float((out.waveform[row, : alone.numel()] - alone).abs().max()) < BATCH_TOLERANCE
 
 
-def test_a_batch_sharing_one_generator_keeps_its_noise_on_two_threads(voice: PiperVoice) -> None:
-    """One generator for the batch draws the batch's noise at once (as on one thread); the flow and
-    decoder of each item then run on their own thread."""
+def test_a_batch_sharing_one_generator_keeps_its_noise_on_two_threads(
+    voice: PiperVoice, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One generator for the batch draws the batch's noise at once (as on one thread); the decoder
+    of each item then runs on its own thread."""
     ids, lengths = pad_phoneme_ids(SENTENCES)
     decoder_threads = _Meeting()
-    handle = voice.model.dec.register_forward_pre_hook(decoder_threads)
-    try:
-        with _two_threads(), torch.inference_mode():
-            threaded = voice.model(ids, lengths, generator=torch.Generator().manual_seed(8))
-    finally:
-        handle.remove()
+    decode_item = FastCPUBackend._decode_item
+
+    def recorded(self: FastCPUBackend, *args: object) -> torch.Tensor:
+        decoder_threads()
+        return decode_item(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(FastCPUBackend, "_decode_item", recorded)
+    with _two_threads(), torch.inference_mode():
+        threaded = voice.model(ids, lengths, generator=torch.Generator().manual_seed(8))
+    monkeypatch.undo()
     with torch.inference_mode():
         sequential = voice.model(ids, lengths, generator=torch.Generator().manual_seed(8))
     assert len(decoder_threads.threads) == 2, decoder_threads.threads
     assert torch.equal(threaded.num_samples, sequential.num_samples)
     assert float((threaded.waveform - sequential.waveform).abs().max()) < BATCH_TOLERANCE
-
-
-def test_one_item_flow_in_time_pieces_on_two_threads_equals_the_whole(voice: PiperVoice) -> None:
-    """With two intra-op threads one item's flow runs each coupling as two time pieces with the
-    coupling's context on both sides, one per thread; the frames equal the whole flow's (with half
-    the context they would not)."""
-    model = voice.model
-    generator = torch.Generator().manual_seed(5)
-    z_p = torch.randn(1, 192, 150, generator=generator)
-    y_mask = torch.ones(1, 1, 150)
-    couplings = list(model.flow.flows.values())
-    assert [layer.context_frames() for layer in couplings] == [8, 8, 8, 8]  # 4 layers x (5 - 1) / 2
-    assert model.flow.context_frames() == 32
-    piece_threads = _Meeting()
-    original = model.flow.flows["0"].inverse_time_major
-
-    def spy(*args: object) -> torch.Tensor:
-        piece_threads()
-        return original(*args)  # type: ignore[arg-type]
-
-    model.flow.flows["0"].inverse_time_major = spy  # type: ignore[method-assign]
-    try:
-        with _two_threads():
-            with torch.inference_mode():
-                pieces = model.flow.inverse_in_pieces(z_p, y_mask, None, 2)
-            assert torch.get_num_threads() == 2
-    finally:
-        del model.flow.flows["0"].inverse_time_major
-    with torch.inference_mode():
-        whole = model.flow.inverse(z_p, y_mask, None)
-    assert len(piece_threads.threads) == 2, piece_threads.threads
-    assert pieces.shape == whole.shape
-    assert float((pieces - whole).abs().max()) < 1e-6  # the same row-by-row products (measured 0)
-    for layer in couplings:
-        layer.context_frames = lambda: 4  # type: ignore[method-assign]
-    try:
-        with _two_threads(), torch.inference_mode():
-            short_context = model.flow.inverse_in_pieces(z_p, y_mask, None, 2)
-    finally:
-        for layer in couplings:
-            del layer.context_frames
-    assert float((short_context - whole).abs().max()) > 1e-4
-
-
-@pytest.mark.parametrize(
-    ("frames", "valid", "first_stage_tiles"), [(96, 96, [(0, 48), (48, 96)]), (128, 101, [(0, 56), (56, 112)])]
-)
-def test_one_item_decoder_in_time_tiles_on_two_threads_equals_one_pass(
-    voice: PiperVoice,
-    frames: int,
-    valid: int,
-    first_stage_tiles: list[tuple[int, int]],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """With two intra-op threads one item's decoder runs each stage as two time tiles (each with the
-    stage's context on its neighbour's side only), one per thread; the signal equals the one-pass decoder's, also
-    for a bucketed length with padding after ``valid`` frames, of which the tiles cover only the
-    signal rounded up to 8 frames per tile (101 frames: 2 x 56, not 2 x 64)."""
-    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")  # tiles only when idle threads sleep (see the next test)
-    decoder = voice.model.dec
-    z = torch.randn(1, 192, frames, generator=torch.Generator().manual_seed(9))
-    lengths = torch.tensor([valid]) if valid != frames else None
-    assert [decoder._stage_context(stage) for stage in range(3)] == [45, 45, 48]
-    tile_threads = _Meeting()
-    tiles: list[object] = []
-    original = decoder._decode_tile
-
-    def spy(*args: object) -> None:
-        tile_threads()
-        if args[2] == 0:  # stage
-            tiles.append(args[-1])
-        original(*args)  # type: ignore[arg-type]
-
-    decoder._decode_tile = spy  # type: ignore[method-assign]
-    try:
-        with _two_threads():
-            with torch.inference_mode():
-                tiled = decoder(z, None, lengths)
-            assert torch.get_num_threads() == 2
-    finally:
-        del decoder._decode_tile
-    with torch.inference_mode():
-        one_pass = decoder(z, None, lengths)
-    assert len(tile_threads.threads) == 2, tile_threads.threads
-    assert sorted(tiles) == first_stage_tiles  # type: ignore[type-var]
-    assert tiled.shape == one_pass.shape
-    signal = valid * 256
-    assert float((tiled[:, :signal] - one_pass[:, :signal]).abs().max()) < 1e-6  # measured 5e-8
-    assert float(one_pass[:, :signal].abs().max()) > 1e-2
-
-
-def test_a_long_sentence_on_the_split_path_runs_its_feed_forward_ranges_in_onednn(
-    voice: PiperVoice, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """From 56 ids the text encoder's feed-forward runs in oneDNN. On the split path (idle threads
-    sleep, two threads) each layer's two hidden-channel ranges do, each with its own packed weights;
-    the durations and audio equal one thread's one pass (the whole feed-forward)."""
-    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
-    model = copy.deepcopy(voice.model)  # its own kept weights: which were built is checked
-    assert len(LONG_SENTENCE) >= ONEDNN_FEED_FORWARD_MIN_ROWS
-    with _two_threads():
-        audio, durations = _alone(model, LONG_SENTENCE, noise_scale=0.0, noise_w=0.0)
-    built = {
-        name
-        for name, holder in model.enc_p.encoder.ffn_layers[0].conv_2.__dict__.items()
-        if name.startswith("_onednn_taps") and holder.value is not None
-    }
-    assert built == {"_onednn_taps_0_192_0_384", "_onednn_taps_0_192_384_768"}
-    alone, alone_durations = _alone(model, LONG_SENTENCE, noise_scale=0.0, noise_w=0.0)
-    assert model.enc_p.encoder.ffn_layers[0].conv_2.__dict__["_onednn_taps"].value is not None
-    assert torch.equal(durations, alone_durations)
-    assert audio.shape == alone.shape
-    assert float((audio - alone).abs().max()) < 1e-4 and float(alone.abs().max()) > 1e-2
-
-
-@pytest.mark.parametrize(("policy", "on_workers"), [("PASSIVE", True), ("ACTIVE", False), (None, False)])
-def test_one_item_uses_the_pool_only_when_idle_threads_sleep(
-    voice: PiperVoice, policy: str | None, on_workers: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """One sentence on two threads: its text side, flow pieces and decoder tiles run on the pool's
-    workers when idle OpenMP threads sleep (the whole item on one worker, which shares the pieces and
-    tiles with the second); while they spin (libgomp's default, or ACTIVE) every part stays on the
-    caller's intra-op threads. The audio is the same either way."""
-    if policy is None:
-        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-        monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
-    else:
-        monkeypatch.setenv("OMP_WAIT_POLICY", policy)
-    model = voice.model
-    seen: dict[str, set[str]] = {"encoder": set(), "flow": set(), "decoder": set()}
-    spied = [(model.enc_p, "forward", "encoder"), (model.flow.flows["0"], "inverse_time_major", "flow")]
-    spied.append((model.dec, "_decode_tile" if on_workers else "_forward_onednn", "decoder"))
-
-    def spy(original: Callable[..., object], part: str) -> Callable[..., object]:
-        def run(*args: object, **kwargs: object) -> object:
-            seen[part].add(threading.current_thread().name)
-            return original(*args, **kwargs)
-
-        return run
-
-    for module, name, part in spied:
-        setattr(module, name, spy(getattr(module, name), part))
-    try:
-        with _two_threads():
-            audio, durations = _alone(model, SENTENCES[0], noise_scale=0.0, noise_w=0.0)
-    finally:
-        for module, name, _ in spied:
-            delattr(module, name)
-    assert int(durations.sum()) >= SPLIT_FLOW_MIN_FRAMES  # long enough for flow pieces and decoder tiles
-    on_pool = {part: all(name.startswith("voicehub-item") for name in names) for part, names in seen.items()}
-    assert all(seen.values()) and on_pool == dict.fromkeys(seen, on_workers), seen
-    assert len(seen["flow"] | seen["decoder"]) == (2 if on_workers else 1), seen  # pieces shared by two workers
-    alone, _ = _alone(model, SENTENCES[0], noise_scale=0.0, noise_w=0.0)  # one thread, one pass
-    assert float((audio - alone).abs().max()) < 1e-4
-
-
-FAST_PATH_TOLERANCE = {"decoder": 1e-5, "flow": 1e-4, "feed-forward": 2e-4, "duration predictor": 1e-4}
-"""Largest |fast - plain| per part (measured 2.7e-7 on values up to 0.09, 6.7e-6 up to 12, 2.7e-5 up
-to 35, 2.7e-6 up to 2.4): the same arithmetic, summed in another order."""
-
-
-def test_inference_fast_paths_equal_the_paths_training_runs(voice: PiperVoice) -> None:
-    """One item without autograd takes the oneDNN decoder (packed weights, fused adds, cleared tail of
-    a bucketed length, kept buffers, the last convolution over blocks of samples), the time-major flow
-    and feed-forward and the duration predictor's shifted depthwise taps; with autograd on, the plain
-    layers run. Both must give the same numbers, twice in a row (kept buffers reused)."""
-    model = copy.deepcopy(voice.model)  # its own kept weights and buffers: which were built is checked
-    generator = torch.Generator().manual_seed(3)
-    z = torch.randn(1, 192, 64, generator=generator)
-    x = torch.randn(1, 192, 37, generator=generator)
-    frames, y_mask, x_mask = (
-        torch.tensor([41]),
-        sequence_mask(torch.tensor([41]), 41),
-        sequence_mask(torch.tensor([30]), 37),
-    )
-    parts = {
-        "decoder": lambda: model.dec(z, None, frames)[0, : 41 * 256],
-        "flow": lambda: model.flow.inverse(z[:, :, :41], y_mask, None),
-        "feed-forward": lambda: model.enc_p.encoder.ffn_layers[0](x, x_mask),
-        "duration predictor": lambda: model.dp(
-            x, x_mask, torch.randn(1, 2, 37, generator=generator.manual_seed(5)), None
-        ),
-    }
-    for name, run in parts.items():
-        with torch.enable_grad():
-            plain = run().detach()
-        with torch.no_grad():
-            fast, again = run(), run()
-        assert float((fast - plain).abs().max()) < FAST_PATH_TOLERANCE[name], name
-        assert torch.equal(fast, again), name
-        assert float(plain.abs().max()) > 1e-2, name  # a real signal, not zeros on both sides
-    assert model.dec.__dict__["_onednn_workspace"].buffers  # the oneDNN path ran
-    assert model.dec.conv_post.__dict__["_packed_polyphase"].packs  # with conv_post over blocks of samples
-    assert model.flow.flows["0"].enc.__dict__["_onednn_weights"].value is not None  # so did the time-major flow
-    assert model.enc_p.encoder.ffn_layers[0].conv_1.__dict__["_time_major_taps"].value is not None  # and BLAS
 
 
 def test_concurrent_calls_on_one_model_keep_their_own_audio(voice: PiperVoice) -> None:
@@ -470,34 +282,6 @@ def test_concurrent_calls_on_one_model_keep_their_own_audio(voice: PiperVoice) -
     assert mismatches == []
     for copied in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
         assert torch.equal(_alone(copied, SENTENCES[0], noise_scale=0.0, noise_w=0.0)[0], alone[0])
-
-
-def test_concurrent_split_calls_keep_their_own_audio(voice: PiperVoice, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With sleeping idle threads and two intra-op threads each sentence runs whole on a pool worker
-    that shares its pieces with the other worker. Three threads synthesizing at once (more callers
-    than workers, so a caller's helper is often busy and the caller runs the piece itself) each get,
-    to the bit, what the sentence gives alone on that path, and nothing waits forever."""
-    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
-    model = voice.model
-    mismatches: list[int] = []
-
-    def worker(index: int) -> None:
-        torch.set_num_threads(2)
-        for _ in range(2):
-            if not torch.equal(_alone(model, SENTENCES[index], noise_scale=0.0, noise_w=0.0)[0], alone[index]):
-                mismatches.append(index)
-
-    with _two_threads():
-        alone = [_alone(model, ids, noise_scale=0.0, noise_w=0.0)[0] for ids in SENTENCES[:2]]
-        threads = [threading.Thread(target=worker, args=(i % 2,)) for i in range(3)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a split call waited forever"
-    assert mismatches == []
-    one_thread, _ = _alone(model, SENTENCES[0], noise_scale=0.0, noise_w=0.0)
-    assert float((alone[0] - one_thread).abs().max()) < BATCH_TOLERANCE
 
 
 def test_same_seed_same_audio_other_seed_other_audio(voice: PiperVoice) -> None:

@@ -68,12 +68,8 @@ class _VoiceHubGroup(click.Group):
 @click.version_option(distribution_version("voicehub"), prog_name="voicehub")
 def main() -> None:
     """VoiceHub: speech models (TTS, ASR, VAD, speaker verification) behind one API."""
-    # Idle OpenMP threads sleep instead of spinning, unless the user chose otherwise. libgomp reads
-    # this when torch first loads it, which is after this point (no command imports torch at module
-    # level). Measured with `benchmarks/asr_speed.py --cli-wait-policy` on the 2-core shared machine
-    # (load average 6-12): `voicehub transcribe` of the five LibriVox clips and the 60 s file took
-    # 311 s median with ACTIVE and 91 s with PASSIVE (Whisper tiny.en, 3 runs each, alternating).
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # The command leaves the OpenMP runtime's settings to the environment, so that a command and the
+    # Python API with the same arguments run the same code and give the same output.
     _exit_cleanly_on_sigterm()
 
 

@@ -244,30 +244,7 @@ def config_from_tensors(
     proj = _tensor(tensors, "enc_p.proj.weight")
     rel = _tensor(tensors, "enc_p.encoder.attn_layers.0.emb_rel_k")
     ffn = _tensor(tensors, "enc_p.encoder.ffn_layers.0.conv_1.weight")
-    num_ups = 1 + max((int(m.group(1)) for n in tensors if (m := re.match(r"^dec\.ups\.(\d+)\.", n))), default=-1)
-    ups = [_tensor(tensors, f"dec.ups.{i}.weight") for i in range(num_ups)]
     in_layer = _tensor(tensors, "flow.flows.0.enc.in_layers.0.weight")
-    conv_pre = _tensor(tensors, "dec.conv_pre.weight")
-    num_kernels = _count(tensors, r"^dec\.resblocks\.(\d+)\.")
-    num_kernels //= max(len(ups), 1)
-    kind: Literal["1", "2"] = "1" if any(name.startswith("dec.resblocks.0.convs1.") for name in tensors) else "2"
-
-    def kernel_of(block: int) -> int:
-        # Any convolution of this block, in any upsampling stage (they share the kernel sizes).
-        for stage in range(max(len(ups), 1)):
-            pattern = re.compile(rf"^dec\.resblocks\.{block + stage * num_kernels}\.convs[12]?\.\d+\.weight$")
-            for name, tensor in tensors.items():
-                if pattern.match(name):
-                    return int(tensor.shape[2])
-        raise CheckpointMismatchError(
-            f"cannot infer the VITS graph sizes: no convolution of decoder residual block {block}",
-            missing=[f"dec.resblocks.{block}.convs.0.weight"],
-        )
-
-    kernels = tuple(kernel_of(j) for j in range(num_kernels))
-    if resblock_dilation_sizes is None:
-        resblock_dilation_sizes = ((1, 3, 5),) * num_kernels if kind == "1" else ((1, 2), (2, 6), (3, 12))[:num_kernels]
-    up_kernels = tuple(int(w.shape[2]) for w in ups)
     hidden = int(emb.shape[1])
     stochastic = "dp.flows.0.m" in tensors or "dp.flows.0.logs" in tensors
     speakers = tensors.get("emb_g.weight")
@@ -292,13 +269,48 @@ def config_from_tensors(
         flow_num_layers=_count(tensors, r"^flow\.flows\.0\.enc\.in_layers\.(\d+)\."),
         flow_kernel_size=int(in_layer.shape[2]),
         flow_dilation_rate=flow_dilation_rate,
-        resblock=kind,
-        resblock_kernel_sizes=kernels,
-        resblock_dilation_sizes=resblock_dilation_sizes,
-        upsample_rates=upsample_rates if upsample_rates is not None else tuple(k // 2 for k in up_kernels),
-        upsample_initial_channel=int(conv_pre.shape[0]),
-        upsample_kernel_sizes=up_kernels,
         sample_rate=sample_rate,
+        **_decoder_sizes(tensors, upsample_rates, resblock_dilation_sizes),
+    )
+
+
+def _decoder_sizes(
+    tensors: Mapping[str, Tensor | np.ndarray],
+    upsample_rates: tuple[int, ...] | None,
+    resblock_dilation_sizes: tuple[tuple[int, ...], ...] | None,
+) -> dict[str, Any]:
+    """The decoder's fields of :func:`config_from_tensors` (its arguments as there)."""
+    num_ups = 1 + max((int(m.group(1)) for n in tensors if (m := re.match(r"^dec\.ups\.(\d+)\.", n))), default=-1)
+    up_kernels = tuple(int(_tensor(tensors, f"dec.ups.{i}.weight").shape[2]) for i in range(num_ups))
+    num_kernels = _count(tensors, r"^dec\.resblocks\.(\d+)\.") // max(num_ups, 1)
+    kind: Literal["1", "2"] = "1" if any(name.startswith("dec.resblocks.0.convs1.") for name in tensors) else "2"
+    if resblock_dilation_sizes is None:
+        resblock_dilation_sizes = ((1, 3, 5),) * num_kernels if kind == "1" else ((1, 2), (2, 6), (3, 12))[:num_kernels]
+    return {
+        "resblock": kind,
+        "resblock_kernel_sizes": tuple(_resblock_kernel(tensors, j, num_ups, num_kernels) for j in range(num_kernels)),
+        "resblock_dilation_sizes": resblock_dilation_sizes,
+        "upsample_rates": upsample_rates if upsample_rates is not None else tuple(k // 2 for k in up_kernels),
+        "upsample_initial_channel": int(_tensor(tensors, "dec.conv_pre.weight").shape[0]),
+        "upsample_kernel_sizes": up_kernels,
+    }
+
+
+def _resblock_kernel(tensors: Mapping[str, Tensor | np.ndarray], block: int, num_ups: int, num_kernels: int) -> int:
+    """The kernel size of decoder residual block ``block``: that of any of its convolutions, in any
+    upsampling stage (the stages share the kernel sizes).
+
+    Raises:
+        CheckpointMismatchError: if no convolution of the block is there.
+    """
+    for stage in range(max(num_ups, 1)):
+        pattern = re.compile(rf"^dec\.resblocks\.{block + stage * num_kernels}\.convs[12]?\.\d+\.weight$")
+        for name, tensor in tensors.items():
+            if pattern.match(name):
+                return int(tensor.shape[2])
+    raise CheckpointMismatchError(
+        f"cannot infer the VITS graph sizes: no convolution of decoder residual block {block}",
+        missing=[f"dec.resblocks.{block}.convs.0.weight"],
     )
 
 

@@ -142,6 +142,11 @@ class VITSConfig(Config):
             "sample_rate",
         ):
             _positive(self, name, getattr(self, name))
+        self._validate_channels()
+        self._validate_decoder()
+
+    def _validate_channels(self) -> None:
+        """Speaker, attention, flow and kernel sizes that must agree with each other."""
         if self.speaker_channels < 0 or (self.num_speakers > 1) != (self.speaker_channels > 0):
             raise ConfigError(
                 f"vits.speaker_channels: expected > 0 exactly when num_speakers > 1, got speaker_channels="
@@ -170,6 +175,9 @@ class VITSConfig(Config):
                 config_type=self.config_type,
                 key="flow_kernel_size",
             )
+
+    def _validate_decoder(self) -> None:
+        """The decoder's residual blocks and upsampling layers."""
         per_block = 3 if self.resblock == "1" else 2
         if (
             not self.resblock_kernel_sizes

@@ -17,13 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from voicehub.architectures.vits.config import DDS_NUM_LAYERS, SPLINE_NUM_BINS, SPLINE_TAIL_BOUND, VITSConfig
-from voicehub.architectures.vits.layers import (
-    LayerNorm,
-    PointwiseConv1d,
-    depthwise_conv1d,
-    depthwise_ready,
-    depthwise_time_major,
-)
+from voicehub.architectures.vits.layers import LayerNorm, PointwiseConv1d
 
 SPLINE_MIN_BIN = 1e-3
 """Smallest bin width, height and derivative of the rational-quadratic spline (upstream default)."""
@@ -57,39 +51,12 @@ class DDSConv(nn.Module):
     def forward(self, x: Tensor, x_mask: Tensor, g: Tensor | None = None) -> Tensor:
         if g is not None:
             x = x + g
-        # Without autograd the depthwise convolutions run as shifted multiply-adds (:func:`depthwise_conv1d`).
-        shifted = not torch.is_grad_enabled() and all(depthwise_ready(conv) for conv in self.convs_sep)
         for conv_sep, conv_1x1, norm_1, norm_2 in zip(
             self.convs_sep, self.convs_1x1, self.norms_1, self.norms_2, strict=True
         ):
-            masked = x * x_mask
-            y = F.gelu(norm_1(depthwise_conv1d(cast(nn.Conv1d, conv_sep), masked) if shifted else conv_sep(masked)))
+            y = F.gelu(norm_1(conv_sep(x * x_mask)))
             x = x + F.gelu(norm_2(conv_1x1(y)))
         return x * x_mask
-
-    def time_major_ready(self) -> bool:
-        """Whether :meth:`time_major` can run (every layer is still the plain kind)."""
-        return (
-            all(depthwise_ready(conv) for conv in self.convs_sep)
-            and all(isinstance(conv, PointwiseConv1d) for conv in self.convs_1x1)
-            and all(type(norm) is LayerNorm for norm in (*self.norms_1, *self.norms_2))
-        )
-
-    def time_major(self, x: Tensor, mask: Tensor, g: Tensor | None = None) -> Tensor:
-        """:meth:`forward` of one item held time-major: ``x`` (T, C), ``mask`` (T, 1), ``g`` (T, C) or
-        None -> (T, C). LayerNorm runs over the contiguous channel axis (no transposes or copies),
-        the depthwise convolutions as shifted multiply-adds of rows (:func:`depthwise_time_major`)."""
-        if g is not None:
-            x = x + g
-        for conv_sep, conv_1x1, norm_1, norm_2 in zip(
-            self.convs_sep, self.convs_1x1, self.norms_1, self.norms_2, strict=True
-        ):
-            pointwise = cast(PointwiseConv1d, conv_1x1)
-            y = depthwise_time_major(cast(nn.Conv1d, conv_sep), x * mask)
-            y = F.gelu(cast(LayerNorm, norm_1).time_major(y))
-            y = F.linear(y, pointwise.weight[:, :, 0], pointwise.bias)
-            x = x + F.gelu(cast(LayerNorm, norm_2).time_major(y))
-        return x * mask
 
 
 def _inverse_rational_quadratic(
@@ -172,16 +139,6 @@ class ConvFlow(nn.Module):
         x1 = _inverse_rational_quadratic(x1, h[..., :bins] / scale, h[..., bins : 2 * bins] / scale, h[..., 2 * bins :])
         return torch.cat([x0, x1], 1) * x_mask
 
-    def inverse_time_major(self, x: Tensor, mask: Tensor, g: Tensor) -> Tensor:
-        """:meth:`inverse` of one item held time-major: ``x`` (T, 2), ``mask`` (T, 1), ``g`` (T, C) -> (T, 2)."""
-        x0 = x[:, :1]
-        hidden = F.linear(x0, self.pre.weight[:, :, 0], self.pre.bias)
-        h = F.linear(self.convs.time_major(hidden, mask, g=g), self.proj.weight[:, :, 0], self.proj.bias).mul_(mask)
-        scale = math.sqrt(self.filter_channels)
-        bins = SPLINE_NUM_BINS
-        x1 = _inverse_rational_quadratic(x[:, 1], h[:, :bins] / scale, h[:, bins : 2 * bins] / scale, h[:, 2 * bins :])
-        return torch.stack([x0[:, 0], x1], 1).mul_(mask)
-
 
 class StochasticDurationPredictor(nn.Module):
     """Flow-based duration predictor, reverse direction only: noise -> log-durations.
@@ -207,24 +164,10 @@ class StochasticDurationPredictor(nn.Module):
         names = sorted((name for name in self.flows if name != "0"), key=int, reverse=True)
         return [cast(ConvFlow, self.flows[name]) for name in names]
 
-    def time_major_ready(self) -> bool:
-        """Whether one item can run time-major (:meth:`forward`): the layers are still the plain kinds."""
-        flows = self._spline_flows()
-        pointwise = (self.pre, self.proj, *(f.pre for f in flows), *(f.proj for f in flows))
-        return (
-            all(isinstance(m, PointwiseConv1d) for m in pointwise)
-            and self.convs.time_major_ready()
-            and all(f.convs.time_major_ready() for f in flows)
-        )
-
     def forward(self, x: Tensor, x_mask: Tensor, noise: Tensor, g: Tensor | None) -> Tensor:
         """Log-durations (batch, 1, T_x) from the text encoder's states ``x`` (batch, C, T_x), ``x_mask``
         (batch, 1, T_x), ``noise`` (batch, 2, T_x) (already scaled by noise_w) and ``g`` (batch, S, 1)
-        or None. One item without autograd runs time-major (:meth:`_time_major`): the same numbers
-        up to float rounding, without LayerNorm's transposed copies (1703 operators against 1992
-        for 65 phoneme ids)."""
-        if x.shape[0] == 1 and not torch.is_grad_enabled() and self.time_major_ready():
-            return self._time_major(x, x_mask, noise, g)
+        or None."""
         h = self.pre(x)
         if g is not None:
             h = h + self.cond(g)
@@ -233,21 +176,6 @@ class StochasticDurationPredictor(nn.Module):
         for flow in self._spline_flows():
             z = flow.inverse(torch.flip(z, [1]), x_mask, h)
         return cast(ElementwiseAffine, self.flows["0"]).inverse(torch.flip(z, [1]), x_mask)[:, :1]
-
-    def _time_major(self, x: Tensor, x_mask: Tensor, noise: Tensor, g: Tensor | None) -> Tensor:
-        """:meth:`forward` of one item with (T, C) activations throughout."""
-        mask = x_mask[0].t()  # (T, 1)
-        h = F.linear(x[0].t(), self.pre.weight[:, :, 0], self.pre.bias)
-        if g is not None:
-            h = h + self.cond(g)[0].t()
-        h = F.linear(self.convs.time_major(h, mask), self.proj.weight[:, :, 0], self.proj.bias).mul_(mask)
-        z = noise[0].t()  # (T, 2)
-        for flow in self._spline_flows():
-            z = flow.inverse_time_major(torch.flip(z, [1]), mask, h)
-        affine = cast(ElementwiseAffine, self.flows["0"])
-        # Channel 0 of the flipped z is z's channel 1: the only one the affine's output keeps.
-        logw = (z[:, 1:] - affine.m[0]) * torch.exp(-affine.logs[0]) * mask
-        return logw.t().unsqueeze(0)
 
 
 class DurationPredictor(nn.Module):

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from voicehub.architectures.whisper.config import WINDOW_NUM_FRAMES, WhisperConfig
+from voicehub.components.derived import DerivedTensors
 from voicehub.core.errors import AudioError, InferenceOptionError
 
 MAX_TIMESCALE = 10000
@@ -323,16 +324,9 @@ class TextDecoder(nn.Module):
         # parameters() hold the matrix once.
         self.output = nn.Linear(width, config.vocab_size, bias=False, device="meta")
         del self.output.weight
-        self._columns: Tensor | None = None  # see _output_columns: not a buffer, never saved
-        self._columns_key: tuple[object, ...] | None = None
+        self._columns: DerivedTensors[Tensor] = DerivedTensors()  # see _output_columns: never saved or copied
         self._tie_output()
         self.register_load_state_dict_post_hook(_retie_after_load)  # type: ignore[no-untyped-call]
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickle and deep-copy without the column-major copy of the embedding (remade on first use)."""
-        state = dict(super().__getstate__())  # type: ignore[no-untyped-call]
-        state["_columns"] = state["_columns_key"] = None
-        return state
 
     def _tie_output(self) -> None:
         """Point the output projection at the current embedding matrix (after a load replaced it)."""
@@ -467,15 +461,10 @@ class TextDecoder(nn.Module):
         """The embedding as a contiguous (W, vocab) matrix, remade after any change to the weights.
 
         Returns ``None`` for an inference tensor (it keeps no version counter, so a change could not be
-        seen): the caller then multiplies by the embedding itself.
+        seen; :class:`~voicehub.components.derived.DerivedTensors`): the caller then multiplies by the
+        embedding itself.
         """
-        if weight.is_inference():
-            return None
-        key = (weight.data_ptr(), weight._version, weight.dtype, weight.device)
-        if self._columns_key != key:
-            self._columns = weight.detach().t().contiguous()
-            self._columns_key = key
-        return self._columns
+        return self._columns.get([weight], lambda: weight.detach().t().contiguous())
 
 
 VOCAB_BLOCK_ROWS = 2048

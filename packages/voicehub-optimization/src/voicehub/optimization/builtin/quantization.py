@@ -24,7 +24,8 @@ from voicehub.optimization.errors import OptimizationCompatibilityError
 from voicehub.optimization.execution import not_a_module_reason, torch_module
 from voicehub.optimization.passes import OptimizationPass, PassResult
 
-_ENGINES = ("x86", "fbgemm", "qnnpack", "onednn")
+_NO_ENGINE = "none"
+"""The entry of ``torch.backends.quantized.supported_engines`` that is not a quantized CPU engine."""
 
 
 def _quantized_classes() -> dict[type, Any]:
@@ -70,7 +71,7 @@ class Int8DynamicPass(OptimizationPass):
         if torch_module(model):
             import torch
 
-            engines = [e for e in torch.backends.quantized.supported_engines if e in _ENGINES]
+            engines = [e for e in torch.backends.quantized.supported_engines if e != _NO_ENGINE]
             if not engines:
                 raise OptimizationCompatibilityError(
                     self.pass_id,

@@ -339,19 +339,15 @@ class VITSTTSModel(PreTrainedTTSModel[TTSVITSConfig, TTSVITSOptions, VITSRuntime
         """One streamed sentence. The first runs alone, on all intra-op threads (the time to first
         audio); from the second on, one call synthesizes up to :data:`STREAM_AHEAD_PER_THREAD`
         sentences per thread (threads: ``min(torch.get_num_threads(), os.cpu_count())``; at most
-        :data:`BATCH_SIZE`), each on one thread, longest first (see
-        :func:`voicehub.architectures.parallel.map_single_threaded`; a lone sentence runs on all
-        threads), and keeps them for the following chunks. Every sentence draws its noise from its
+        :data:`BATCH_SIZE`), each on one thread, longest first, where the graph's execution backend runs items apart
+        (:meth:`voicehub.architectures.vits.backend.FastCPUBackend.map_items`; a lone sentence runs on
+        all threads), and keeps them for the following chunks. Every sentence draws its noise from its
         own seed, so the chunks equal ``generate()``'s sentences.
 
         With one sentence per thread, the thread with the shorter sentence of a pair sat idle while
         the longer one finished (a paragraph's sentences of 203 and 115 phoneme ids, 2 threads); with
-        two per thread the longest-first order balances them. Measured in one process, the two
-        settings alternated (``LONG`` of ``benchmarks/tts_speed.py``, five sentences, 2 threads, 12
-        pairs): the stream took 0.898x the time by paired median (0.946x with
-        ``OMP_WAIT_POLICY=PASSIVE``, as the ``voicehub`` command runs). The price: the second chunk
-        comes later, 620 ms after the first (564-750) instead of 388 ms (341-543); under ``PASSIVE``
-        757 ms instead of 455.
+        two per thread the longest-first order balances them. The price: the second chunk comes
+        after that whole call (docs/tts.md, "Streaming").
         """
         if not isinstance(piece, _StreamPiece):
             raise TypeError(f"{type(self).__name__}: expected a piece from _stream_pieces, got {type(piece)}")
