@@ -46,7 +46,6 @@ import hashlib
 import io
 import math
 import os
-import pickle
 import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -61,6 +60,7 @@ from voicehub.core.config import Config
 from voicehub.core.errors import ConfigError
 from voicehub.core.files import check_output_directory
 from voicehub.optimization import OptimizationMode, OptimizationResult
+from voicehub.training._loading import _collate, _CollateFailure, _RankBatches, _Records
 from voicehub.training.adapters.base import TrainingAdapter, TrainingBatch
 from voicehub.training.batching import LengthBucketBatchSampler
 from voicehub.training.callbacks import EarlyStopping, Metrics, TrainerCallback
@@ -279,57 +279,6 @@ def _bytes_writer(data: bytes) -> Callable[[BinaryIO], None]:
         file.write(data)
 
     return write
-
-
-class _Records(torch.utils.data.Dataset[ManifestRecord]):
-    """The training records by index (what a ``DataLoader`` worker hands to ``collate``)."""
-
-    def __init__(self, records: Sequence[ManifestRecord]) -> None:
-        self.records = records
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    def __getitem__(self, index: int) -> ManifestRecord:
-        return self.records[index]
-
-
-class _RankBatches:
-    """This rank's index lists from ``(epoch, batch_index)`` on, epoch after epoch, as the loop consumes them."""
-
-    def __init__(
-        self, sampler: LengthBucketBatchSampler, epoch: int, batch_index: int, dist: DistributedContext
-    ) -> None:
-        self.sampler = sampler
-        self.epoch = epoch
-        self.batch_index = batch_index
-        self.rank = dist.rank
-        self.world_size = dist.world_size
-
-    def __iter__(self) -> Iterator[list[int]]:
-        epoch, first = self.epoch, self.batch_index
-        while True:
-            for global_batch in self.sampler.global_batches(epoch)[first:]:
-                yield global_batch[self.rank :: self.world_size]
-            epoch, first = epoch + 1, 0
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _CollateFailure:
-    """An error ``collate`` raised in a data worker, carried back to be raised on the training thread."""
-
-    error: BaseException
-
-
-def _collate(adapter: TrainingAdapter, records: list[ManifestRecord]) -> TrainingBatch | _CollateFailure:
-    try:
-        return adapter.collate(records)
-    except Exception as err:  # raised again by the training loop, as itself when it pickles
-        try:
-            pickle.dumps(err)
-        except Exception:
-            return _CollateFailure(TrainingError(f"{type(err).__name__}: {err}"))
-        return _CollateFailure(err)
 
 
 class Trainer:
