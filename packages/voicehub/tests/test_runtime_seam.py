@@ -54,11 +54,11 @@ def test_an_optimization_host_drives_silero_through_the_protocol_alone() -> None
 
 
 def test_device_and_dtype_are_parsed_once_into_typed_values(monkeypatch: pytest.MonkeyPatch) -> None:
-    import voicehub.auto
+    import voicehub._model_files
     import voicehub.modeling
 
     parsed: list[object] = []
-    for module in (voicehub.auto, voicehub.modeling):
+    for module in (voicehub._model_files, voicehub.modeling):  # every module that parses a dtype
         original = module.normalize_dtype
 
         def spy(value: Any, original: Any = original) -> DType:
