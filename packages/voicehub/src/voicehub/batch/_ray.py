@@ -153,11 +153,11 @@ def run_ray(
     try:
         import ray
         import ray.data
+        from ray.util.debug import log_once
     except ModuleNotFoundError as err:
         if err.name is None or err.name.split(".")[0] != "ray":
             raise
         raise OptionalDependencyError("ray", purpose="the ray batch engine", install_hint=RAY_INSTALL_HINT) from err
-    from ray.util.debug import log_once
 
     with _ray_logging(log_level):
         if not ray.is_initialized():
