@@ -176,7 +176,7 @@ def test_verbosity_quiet_and_threads_options(tmp_path: Path) -> None:
     silent = runner.invoke(main, ["embed", str(CLIP_0880), str(tmp_path / "missing.wav"), "-qq"])
     assert silent.exit_code == 1 and silent.stderr == ""
     refused = runner.invoke(main, ["vad", str(CLIP_0880), "--threads", "0"])
-    assert refused.exit_code == 2 and "'--threads': must be at least 1, got 0" in refused.output
+    assert refused.exit_code == 2 and "'--threads': expected 1 to 1024 threads, got 0" in refused.output
     bad_device = runner.invoke(main, ["vad", str(CLIP_0880), "--device", "tpu"])
     assert bad_device.exit_code == 1 and "tpu" in bad_device.output and "Traceback" not in bad_device.output
     configure_logging(0)

@@ -363,6 +363,9 @@ def test_faster_whisper_decoding_flags_reach_the_decoder(tmp_path: Path, monkeyp
         (["--clip-timestamps", "10"], "applies to the sequential long-form algorithm only"),
         (["--suppress-tokens", "99999"], "token ids below the vocabulary size 51864"),
         (["--repetition-penalty", "0"], "repetition_penalty: expected a number > 0"),
+        (["--beam-size", "1000000"], "beam_size: expected an integer from 1 (greedy decoding) to 128"),
+        (["--best-of", "1000000"], "best_of: expected an integer from 1 to 128"),
+        (["--threads", "100000"], "expected 1 to 1024 threads, got 100000"),
     ],
 )
 def test_bad_decoding_flags_are_refused_before_any_file(tmp_path: Path, flags: list[str], message: str) -> None:

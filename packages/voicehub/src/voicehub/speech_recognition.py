@@ -122,8 +122,8 @@ class ASROptions(Config):
                 key=key,
             )
 
-        if self.beam_size < 1:
-            fail("beam_size", "an integer >= 1 (1 is greedy decoding)")
+        if not 1 <= self.beam_size <= MAX_BEAM_SIZE:
+            fail("beam_size", f"an integer from 1 (greedy decoding) to {MAX_BEAM_SIZE}")
         if self.batch_size < 1:
             fail("batch_size", "an integer >= 1")
         if not (math.isfinite(self.chunk_length_s) and self.chunk_length_s >= 1.0):
@@ -140,6 +140,10 @@ class SpeechDetector(Protocol):
 
     def detect(self, audio: Any, *, sample_rate: int | None = None, options: Any = None) -> Any:
         """Speech segments of one input: a :class:`~voicehub.core.VADOutput`."""
+
+
+MAX_BEAM_SIZE = 128
+"""The widest beam accepted (a beam of 10**6 asked the allocator for 345 GB before any error)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)

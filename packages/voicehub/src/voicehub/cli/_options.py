@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass
@@ -33,6 +34,10 @@ LOGGER_NAME = "voicehub"
 """The root of every VoiceHub logger; :func:`configure_logging` gives it one handler on stderr."""
 
 _LEVEL_PREFIX = {logging.DEBUG: "Debug: ", logging.INFO: "", logging.WARNING: "Warning: "}
+
+
+MAX_THREADS = 1024
+"""The most ``--threads`` accepted: torch's OpenMP runtime crashed (segmentation fault) at 100000."""
 
 
 class _CLIFormatter(logging.Formatter):
@@ -116,12 +121,15 @@ class CommonOptions:
         """Configure logging and the torch thread count.
 
         Raises:
-            click.BadParameter: for a ``--threads`` below 1.
+            click.BadParameter: for a ``--threads`` below 1 or above :data:`MAX_THREADS`.
         """
         configure_logging(self.verbosity)
         if self.threads is not None:
-            if self.threads < 1:
-                raise click.BadParameter(f"must be at least 1, got {self.threads}", param_hint="'--threads'")
+            if not 1 <= self.threads <= MAX_THREADS:
+                raise click.BadParameter(
+                    f"expected 1 to {MAX_THREADS} threads, got {self.threads} (this machine has {os.cpu_count()} CPUs)",
+                    param_hint="'--threads'",
+                )
             import torch
 
             torch.set_num_threads(self.threads)

@@ -14,7 +14,7 @@ from voicehub.architectures.whisper.config import SAMPLE_RATE, WINDOW_DURATION_S
 from voicehub.core.errors import ConfigError
 from voicehub.models.asr_whisper.registration import BASE_PART2_SOURCE
 from voicehub.registry.model_config import ModelConfig
-from voicehub.speech_recognition import ASROptions
+from voicehub.speech_recognition import MAX_BEAM_SIZE, ASROptions
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,9 +125,9 @@ class ASRWhisperOptions(ASROptions):
             ConfigError: naming the option, the allowed range and the value given.
         """
         ASROptions.validate(self)
-        if self.best_of < 1:
+        if not 1 <= self.best_of <= MAX_BEAM_SIZE:
             raise ConfigError(
-                f"asr option best_of: expected an integer >= 1, got {self.best_of!r}",
+                f"asr option best_of: expected an integer from 1 to {MAX_BEAM_SIZE}, got {self.best_of!r}",
                 config_type=self.config_type,
                 key="best_of",
             )
